@@ -1,0 +1,1 @@
+"""Workers that act on provisioning decisions."""

@@ -1,0 +1,75 @@
+"""Run several policies over the same market data and workload, and summarise each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+from solver.job import Job
+from solver.market import MarketData
+from solver.policies import make_policy
+from solver.policies.baselines import OnDemandOnly
+from solver.simulator import SimulationResult, simulate
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySummary:
+    """Totals of one policy over a workload; ``cost_vs_on_demand`` is its bill divided by the
+    on-demand-only bill for the same jobs."""
+
+    policy: str
+    jobs: int
+    total_utility: float
+    mean_utility: float
+    total_cost: float
+    mean_cost: float
+    cost_vs_on_demand: float | None
+    soft_deadline_misses: int
+    hard_deadline_misses: int
+    preemptions: int
+    refusals: int
+    restarts: int
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def summarize(result: SimulationResult, on_demand_cost: float | None) -> PolicySummary:
+    jobs = result.jobs
+    n = len(jobs)
+    cost = result.total_cost
+    return PolicySummary(
+        policy=result.policy,
+        jobs=n,
+        total_utility=result.total_utility,
+        mean_utility=result.total_utility / n if n else 0.0,
+        total_cost=cost,
+        mean_cost=cost / n if n else 0.0,
+        cost_vs_on_demand=cost / on_demand_cost if on_demand_cost else None,
+        soft_deadline_misses=sum(not j.soft_deadline_met for j in jobs),
+        hard_deadline_misses=sum(not j.hard_deadline_met for j in jobs),
+        preemptions=sum(j.preemptions for j in jobs),
+        refusals=sum(j.refusals for j in jobs),
+        restarts=sum(j.restarts for j in jobs),
+    )
+
+
+def compare_policies(
+    data: MarketData,
+    jobs: Sequence[Job],
+    policies: Sequence[str],
+    progress: Callable[[int], None] | None = None,
+) -> tuple[list[SimulationResult], list[PolicySummary]]:
+    """Simulate each named policy; on-demand only also runs (unreported) when not named, as
+    the reference for ``cost_vs_on_demand``."""
+    if not policies:
+        raise ValueError("policies: expected at least one policy name")
+    duplicates = sorted({p for p in policies if policies.count(p) > 1})
+    if duplicates:
+        raise ValueError(f"policies: {duplicates} named more than once")
+    results = [simulate(data, jobs, make_policy(name), progress) for name in policies]
+    reference = next((r for r in results if r.policy == OnDemandOnly.name), None)
+    if reference is None:
+        reference = simulate(data, jobs, OnDemandOnly())
+    summaries = [summarize(r, reference.total_cost) for r in results]
+    return results, summaries

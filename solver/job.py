@@ -1,0 +1,133 @@
+"""Fine-tuning jobs, their value of finishing, allocations and per-job outcomes."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from solver.market import SECONDS_PER_HOUR
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A deadline-bound job (DESIGN §2).
+
+    Times are Unix seconds. ``workload`` is in work units (e.g. reference GPU-hours);
+    throughput is ``H(n) = alpha * n + beta`` work units per hour for ``n >= 1`` instances and
+    ``H(0) = 0``. Value of finishing at ``T``: ``value`` up to the soft deadline, falling linearly
+    to ``value_at_hard_deadline`` at the hard deadline, and ``-miss_penalty`` after it (or never).
+    ``restart_overhead`` is the running-but-unproductive time, in seconds, paid whenever the
+    job's instance configuration changes or it restarts after a loss.
+    """
+
+    id: str
+    workload: float
+    release: float
+    soft_deadline: float
+    hard_deadline: float
+    n_min: int = 1
+    n_max: int = 1
+    alpha: float = 1.0
+    beta: float = 0.0
+    value: float = 0.0
+    value_at_hard_deadline: float = 0.0
+    miss_penalty: float = 0.0
+    restart_overhead: float = 0.0
+    allowed_markets: tuple[str, ...] | None = None
+    allow_spot: bool = True
+
+    def __post_init__(self) -> None:
+        def fail(name: str, expected: str) -> None:
+            raise ValueError(
+                f"job {self.id!r} {name}={getattr(self, name)!r}: expected {expected}"
+            )
+
+        if not self.id:
+            fail("id", "a non-empty identifier")
+        for name in ("workload", "release", "soft_deadline", "hard_deadline", "alpha", "beta",
+                     "value", "value_at_hard_deadline", "miss_penalty", "restart_overhead"):
+            if not math.isfinite(getattr(self, name)):
+                fail(name, "a finite number")
+        if self.workload <= 0:
+            fail("workload", "a positive amount of work")
+        if self.soft_deadline <= self.release:
+            fail("soft_deadline", f"a time after release={self.release!r}")
+        if self.hard_deadline < self.soft_deadline:
+            fail("hard_deadline", f"a time at or after soft_deadline={self.soft_deadline!r}")
+        if self.n_min < 1:
+            fail("n_min", "at least 1 instance")
+        if self.n_max < self.n_min:
+            fail("n_max", f"at least n_min={self.n_min}")
+        if self.throughput(self.n_min) <= 0:
+            fail("beta", f"a value giving positive throughput at n_min={self.n_min}")
+        if self.restart_overhead < 0:
+            fail("restart_overhead", "a non-negative number of seconds")
+        if self.miss_penalty < 0:
+            fail("miss_penalty", "a non-negative amount")
+        if self.value_at_hard_deadline > self.value:
+            fail("value_at_hard_deadline", f"at most value={self.value!r}")
+
+    def throughput(self, n: int) -> float:
+        """Work units per hour with ``n`` instances."""
+        return self.alpha * n + self.beta if n > 0 else 0.0
+
+    def value_at(self, completion: float | None) -> float:
+        """``V(T)``; ``None`` means the job never finished."""
+        if completion is None or completion > self.hard_deadline:
+            return -self.miss_penalty
+        if completion <= self.soft_deadline:
+            return self.value
+        share = (completion - self.soft_deadline) / (self.hard_deadline - self.soft_deadline)
+        return self.value + share * (self.value_at_hard_deadline - self.value)
+
+    def hours_to_finish(self, remaining: float, n: int) -> float:
+        """Productive hours ``n`` instances need for ``remaining`` work."""
+        return remaining / self.throughput(n)
+
+    def may_use(self, market_key: str) -> bool:
+        return self.allowed_markets is None or market_key in self.allowed_markets
+
+    @property
+    def restart_overhead_hours(self) -> float:
+        return self.restart_overhead / SECONDS_PER_HOUR
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """What one job runs in one slot: ``spot`` and ``on_demand`` instances in one market.
+
+    A job's instances are co-located in one market per slot (data-parallel training needs a
+    fast interconnect); moving to another market is a reconfiguration.
+    """
+
+    market: int
+    spot: int = 0
+    on_demand: int = 0
+
+    def __post_init__(self) -> None:
+        if self.spot < 0 or self.on_demand < 0:
+            raise ValueError(
+                f"allocation spot={self.spot} on_demand={self.on_demand}: expected counts >= 0"
+            )
+
+    @property
+    def total(self) -> int:
+        return self.spot + self.on_demand
+
+
+@dataclass(frozen=True, slots=True)
+class JobResult:
+    """Outcome of one job under one policy."""
+
+    job_id: str
+    cost: float
+    completion: float | None
+    utility: float
+    soft_deadline_met: bool
+    hard_deadline_met: bool
+    preemptions: int
+    refusals: int
+    restarts: int
+    work_done: float
+    spot_instance_hours: float
+    on_demand_instance_hours: float

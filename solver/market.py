@@ -1,0 +1,250 @@
+"""Markets, raw market ticks, and the slotted market series the scheduler works on.
+
+Slot rules (documented in the README, relied on by every policy):
+
+* The slot grid is aligned to multiples of the slot length ``slot_seconds`` counted from an
+  ``anchor`` (default: the Unix epoch), so a replay and a live stream cut the same slots; a
+  trace whose ticks are the slots (Can't Be Late) anchors the grid at its first tick.
+  Slot 0 is the first slot that starts at or after the earliest tick of every market; the last
+  slot is the last one that ends at or before the latest tick of every market.
+* A tick's value holds from its timestamp until the next tick (a step function).
+* The slot's **price** is the time-weighted mean of that step function over the slot.
+* The slot's **availability** is the smallest count in force at any moment of the slot, so a
+  refusal or a preemption inside the slot makes the whole slot unavailable.
+* The **boundary** price and availability are the values in force at the slot's first instant:
+  what a scheduler deciding at the boundary can observe for the slot it is about to run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SECONDS_PER_HOUR = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Market:
+    """One spot market: a cloud, region, zone and instance type, with its on-demand price."""
+
+    cloud: str
+    region: str
+    zone: str
+    instance_type: str
+    on_demand_price: float
+
+    def __post_init__(self) -> None:
+        for name in ("cloud", "region", "zone", "instance_type"):
+            value = getattr(self, name)
+            if not value or "/" in value:
+                raise ValueError(
+                    f"market {name}={value!r}: expected a non-empty name without '/'"
+                )
+        if not (math.isfinite(self.on_demand_price) and self.on_demand_price > 0):
+            raise ValueError(
+                f"market on_demand_price={self.on_demand_price!r}: expected a positive finite "
+                "USD per instance-hour"
+            )
+
+    @property
+    def key(self) -> str:
+        """Stable identifier ``cloud/region/zone/instance_type`` used on the wire."""
+        return f"{self.cloud}/{self.region}/{self.zone}/{self.instance_type}"
+
+    @staticmethod
+    def parse_key(key: str, on_demand_price: float) -> Market:
+        """Build a market from its ``cloud/region/zone/instance_type`` key."""
+        parts = key.split("/")
+        if len(parts) != 4:
+            raise ValueError(
+                f"market key {key!r}: expected 'cloud/region/zone/instance_type'"
+            )
+        return Market(*parts, on_demand_price=on_demand_price)
+
+
+@dataclass(frozen=True)
+class MarketTicks:
+    """Irregular observations of one market: times (Unix seconds, strictly increasing),
+    spot price (USD per instance-hour) and spot availability (instances obtainable)."""
+
+    market: Market
+    times: np.ndarray
+    prices: np.ndarray
+    available: np.ndarray
+
+    def __post_init__(self) -> None:
+        times = np.asarray(self.times, dtype=float)
+        prices = np.asarray(self.prices, dtype=float)
+        available = np.asarray(self.available, dtype=np.int64)
+        n = len(times)
+        if n == 0:
+            raise ValueError(f"market {self.market.key}: expected at least one tick, got none")
+        if len(prices) != n or len(available) != n:
+            raise ValueError(
+                f"market {self.market.key}: times, prices and available must have the same "
+                f"length, got {n}, {len(prices)}, {len(available)}"
+            )
+        steps = np.diff(times)
+        if np.any(steps <= 0):
+            i = int(np.argmax(steps <= 0)) + 1
+            raise ValueError(
+                f"market {self.market.key}: tick {i} time={float(times[i])} is not after tick "
+                f"{i - 1} time={float(times[i - 1])}; expected strictly increasing times"
+            )
+        bad = ~np.isfinite(prices) | (prices < 0)
+        if np.any(bad):
+            i = int(np.argmax(bad))
+            raise ValueError(
+                f"market {self.market.key}: tick {i} price={float(prices[i])}; expected a finite "
+                "price >= 0"
+            )
+        if np.any(available < 0):
+            i = int(np.argmax(available < 0))
+            raise ValueError(
+                f"market {self.market.key}: tick {i} available={int(available[i])}; expected a "
+                "count >= 0"
+            )
+        object.__setattr__(self, "times", times)
+        object.__setattr__(self, "prices", prices)
+        object.__setattr__(self, "available", available)
+
+
+@dataclass(frozen=True)
+class MarketData:
+    """Several markets on one common slot grid. Arrays are ``(markets, slots)``."""
+
+    markets: tuple[Market, ...]
+    origin: float
+    slot_seconds: float
+    price: np.ndarray
+    availability: np.ndarray
+    boundary_price: np.ndarray
+    boundary_availability: np.ndarray
+    index: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        shape = (len(self.markets), self.price.shape[1] if self.price.ndim == 2 else -1)
+        for name in ("price", "availability", "boundary_price", "boundary_availability"):
+            if getattr(self, name).shape != shape:
+                raise ValueError(
+                    f"market data {name} has shape {getattr(self, name).shape}, expected {shape}"
+                )
+            getattr(self, name).setflags(write=False)
+        keys = [m.key for m in self.markets]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"market data: duplicate market keys in {keys}")
+        object.__setattr__(self, "index", {k: i for i, k in enumerate(keys)})
+
+    @property
+    def n_slots(self) -> int:
+        return int(self.price.shape[1])
+
+    @property
+    def slot_hours(self) -> float:
+        return self.slot_seconds / SECONDS_PER_HOUR
+
+    @property
+    def on_demand_prices(self) -> np.ndarray:
+        return np.array([m.on_demand_price for m in self.markets], dtype=float)
+
+    def slot_start(self, slot: int) -> float:
+        return self.origin + slot * self.slot_seconds
+
+    def slot_of(self, time: float) -> int:
+        """Index of the slot containing ``time`` (may be negative or past the end)."""
+        return math.floor((time - self.origin) / self.slot_seconds)
+
+    def window(self, first: int, n_slots: int) -> MarketData:
+        """The sub-grid of slots ``first .. first + n_slots - 1``."""
+        if first < 0 or n_slots <= 0 or first + n_slots > self.n_slots:
+            raise ValueError(
+                f"window first={first} n_slots={n_slots}: expected inside 0..{self.n_slots}"
+            )
+        cut = slice(first, first + n_slots)
+        return MarketData(
+            markets=self.markets,
+            origin=self.slot_start(first),
+            slot_seconds=self.slot_seconds,
+            price=self.price[:, cut].copy(),
+            availability=self.availability[:, cut].copy(),
+            boundary_price=self.boundary_price[:, cut].copy(),
+            boundary_availability=self.boundary_availability[:, cut].copy(),
+        )
+
+    @staticmethod
+    def from_slots(
+        markets: Sequence[Market],
+        origin: float,
+        slot_seconds: float,
+        price: np.ndarray,
+        availability: np.ndarray,
+    ) -> MarketData:
+        """Market data whose values change only at slot boundaries (boundary = slot value)."""
+        price = np.asarray(price, dtype=float)
+        availability = np.asarray(availability, dtype=np.int64)
+        return MarketData(
+            markets=tuple(markets),
+            origin=float(origin),
+            slot_seconds=float(slot_seconds),
+            price=price,
+            availability=availability,
+            boundary_price=price.copy(),
+            boundary_availability=availability.copy(),
+        )
+
+
+def build_market_data(
+    ticks: Sequence[MarketTicks], slot_seconds: float, anchor: float = 0.0
+) -> MarketData:
+    """Cut irregular ticks of several markets onto one slot grid (rules in the module doc)."""
+    if not ticks:
+        raise ValueError("market ticks: expected at least one market, got none")
+    if not (math.isfinite(slot_seconds) and slot_seconds > 0):
+        raise ValueError(f"slot_seconds={slot_seconds!r}: expected a positive number of seconds")
+    first = max(float(t.times[0]) for t in ticks)
+    last = min(float(t.times[-1]) for t in ticks)
+    origin = anchor + math.ceil((first - anchor) / slot_seconds) * slot_seconds
+    n_slots = math.floor((last - origin) / slot_seconds)
+    if n_slots <= 0:
+        raise ValueError(
+            f"market ticks span {first!r}..{last!r} s, which holds no whole slot of "
+            f"{slot_seconds} s common to all markets"
+        )
+    bounds = origin + slot_seconds * np.arange(n_slots + 1)
+    price = np.empty((len(ticks), n_slots))
+    avail = np.empty((len(ticks), n_slots), dtype=np.int64)
+    b_price = np.empty_like(price)
+    b_avail = np.empty_like(avail)
+    for row, series in enumerate(ticks):
+        price[row], avail[row], b_price[row], b_avail[row] = _slot_values(series, bounds)
+    return MarketData(
+        markets=tuple(t.market for t in ticks),
+        origin=float(origin),
+        slot_seconds=float(slot_seconds),
+        price=price,
+        availability=avail,
+        boundary_price=b_price,
+        boundary_availability=b_avail,
+    )
+
+
+def _slot_values(
+    series: MarketTicks, bounds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    times, prices, available = series.times, series.prices, series.available
+    # Index of the tick in force at each boundary.
+    in_force = np.searchsorted(times, bounds, side="right") - 1
+    # Integral of the price step function from the first tick up to each boundary.
+    cumulative = np.concatenate(([0.0], np.cumsum(prices[:-1] * np.diff(times))))
+    integral = cumulative[in_force] + prices[in_force] * (bounds - times[in_force])
+    mean_price = np.diff(integral) / np.diff(bounds)
+    # Ticks strictly inside a slot are in_force[k] + 1 .. last_before_end[k].
+    last_before_end = np.searchsorted(times, bounds[1:], side="left") - 1
+    minimum = np.array(
+        [available[a : b + 1].min() for a, b in zip(in_force[:-1], last_before_end, strict=True)],
+        dtype=np.int64,
+    )
+    return mean_price, minimum, prices[in_force[:-1]], available[in_force[:-1]]

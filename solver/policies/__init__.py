@@ -1,0 +1,26 @@
+"""Scheduling policies by their CLI names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from solver.policies.baselines import Greedy, OnDemandOnly, SpotOnly, UniformProgress
+from solver.policy import Policy
+
+POLICIES: dict[str, Callable[[], Policy]] = {
+    OnDemandOnly.name: OnDemandOnly,
+    SpotOnly.name: SpotOnly,
+    Greedy.name: Greedy,
+    UniformProgress.name: UniformProgress,
+}
+
+
+def make_policy(name: str) -> Policy:
+    """A fresh policy by CLI name."""
+    try:
+        factory = POLICIES[name]
+    except KeyError:
+        raise ValueError(
+            f"policy={name!r}: expected one of {', '.join(sorted(POLICIES))}"
+        ) from None
+    return factory()

@@ -1,0 +1,102 @@
+"""The peers to beat: on-demand only, spot only, Greedy, and Uniform Progress (NSDI'24).
+
+Each decides every active job independently from the observation alone, so one instance can
+serve a whole simulation and keeps no state.
+"""
+
+from __future__ import annotations
+
+from solver.job import Allocation
+from solver.policies.common import (
+    cheapest_on_demand_count,
+    must_use_on_demand,
+    on_demand,
+    spot,
+    target_deadline,
+)
+from solver.policy import Decision, JobView, Observation
+
+
+class OnDemandOnly:
+    """On-demand only, at the cheapest instance count that meets the target deadline; it keeps
+    its count once running, unless that count can no longer make the deadline."""
+
+    name = "on-demand"
+
+    def decide(self, obs: Observation) -> Decision:
+        out: dict[str, Allocation] = {}
+        for view in obs.jobs:
+            current = view.current
+            deadline = target_deadline(obs, view)
+            keep = current is not None and current.spot == 0
+            if keep and _finishes(obs, view, current, deadline):
+                out[view.id] = current
+            else:
+                out[view.id] = on_demand(obs, view, cheapest_on_demand_count(obs, view, deadline))
+        return out
+
+
+class SpotOnly:
+    """Spot whenever a market offers it, idle otherwise; it never pays for on-demand."""
+
+    name = "spot-only"
+
+    def decide(self, obs: Observation) -> Decision:
+        return {v.id: a for v in obs.jobs if (a := spot(obs, v)) is not None}
+
+
+class Greedy:
+    """Spot whenever available; on-demand at ``n_max`` once idling one more slot would make
+    the target deadline unreachable on on-demand (Can't Be Late's greedy with safety net)."""
+
+    name = "greedy"
+
+    def decide(self, obs: Observation) -> Decision:
+        out: dict[str, Allocation] = {}
+        for view in obs.jobs:
+            if must_use_on_demand(obs, view):
+                out[view.id] = on_demand(obs, view)
+            elif (a := spot(obs, view)) is not None:
+                out[view.id] = a
+        return out
+
+
+class UniformProgress:
+    """Uniform Progress (Can't Be Late, NSDI'24), generalised to ``n`` instances.
+
+    The job should be at least as far as the straight line from (release, 0) to (target
+    deadline, workload). Spot whenever available, topped up with on-demand to ``n_max`` while
+    behind the line; without spot, on-demand at ``n_max`` while behind the line, idle while
+    ahead; on-demand at ``n_max`` once the safety net of :class:`Greedy` triggers.
+    """
+
+    name = "uniform-progress"
+
+    def decide(self, obs: Observation) -> Decision:
+        out: dict[str, Allocation] = {}
+        for view in obs.jobs:
+            if must_use_on_demand(obs, view):
+                out[view.id] = on_demand(obs, view)
+                continue
+            behind = _behind_uniform_line(obs, view)
+            choice = spot(obs, view)
+            if choice is not None:
+                if behind and choice.spot < view.job.n_max:
+                    choice = Allocation(choice.market, choice.spot, view.job.n_max - choice.spot)
+                out[view.id] = choice
+            elif behind:
+                out[view.id] = on_demand(obs, view)
+        return out
+
+
+def _behind_uniform_line(obs: Observation, view: JobView) -> bool:
+    job = view.job
+    deadline = target_deadline(obs, view)
+    share = min(1.0, (obs.time - job.release) / (deadline - job.release))
+    return job.workload - view.remaining < share * job.workload
+
+
+def _finishes(obs: Observation, view: JobView, current: Allocation, deadline: float) -> bool:
+    job = view.job
+    hours = view.pending_overhead / 3600.0 + job.hours_to_finish(view.remaining, current.total)
+    return obs.time + 3600.0 * hours <= deadline

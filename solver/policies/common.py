@@ -1,0 +1,85 @@
+"""Building blocks the rule-based policies share: market choice and deadline safety."""
+
+from __future__ import annotations
+
+import math
+
+from solver.job import Allocation
+from solver.policy import JobView, Observation
+
+
+def target_deadline(obs: Observation, view: JobView) -> float:
+    """The soft deadline while on-demand at ``n_max`` can still meet it, else the hard one."""
+    job = view.job
+    finish = obs.time + 3600.0 * (
+        job.restart_overhead_hours + job.hours_to_finish(view.remaining, job.n_max)
+    )
+    return job.soft_deadline if finish <= job.soft_deadline else job.hard_deadline
+
+
+def must_use_on_demand(obs: Observation, view: JobView) -> bool:
+    """True when idling (or failing on spot) for this slot would leave too little time to
+    finish on on-demand at ``n_max``, one restart overhead included, by the target deadline."""
+    job = view.job
+    needed = 3600.0 * (
+        job.restart_overhead_hours + job.hours_to_finish(view.remaining, job.n_max)
+    )
+    return obs.slot_end + needed > target_deadline(obs, view)
+
+
+def on_demand_market(obs: Observation, view: JobView) -> int:
+    """Cheapest allowed on-demand market; the current market wins ties."""
+    return _cheapest(
+        view,
+        [(m.on_demand_price, i) for i, m in enumerate(obs.markets) if view.job.may_use(m.key)],
+    )
+
+
+def on_demand(obs: Observation, view: JobView, n: int | None = None) -> Allocation:
+    """On-demand at ``n`` instances (default ``n_max``), staying put if already there."""
+    n = view.job.n_max if n is None else n
+    current = view.current
+    if current is not None and current.spot == 0 and current.on_demand == n:
+        return current
+    return Allocation(on_demand_market(obs, view), spot=0, on_demand=n)
+
+
+def spot(obs: Observation, view: JobView) -> Allocation | None:
+    """Spot in the current market while it still offers ``n_min`` instances, else in the
+    cheapest allowed market that does; as many instances as available up to ``n_max``."""
+    job = view.job
+    if not job.allow_spot:
+        return None
+    options = [
+        (float(obs.price_now[i]), i)
+        for i, m in enumerate(obs.markets)
+        if job.may_use(m.key) and obs.availability_now[i] >= job.n_min
+    ]
+    if not options:
+        return None
+    current = view.current
+    if current is not None and any(i == current.market for _, i in options):
+        market = current.market
+    else:
+        market = _cheapest(view, options)
+    return Allocation(market, spot=min(int(obs.availability_now[market]), job.n_max))
+
+
+def cheapest_on_demand_count(obs: Observation, view: JobView, deadline: float) -> int:
+    """Fewest-dollars on-demand instance count that finishes by ``deadline``; ``n_max`` if none."""
+    job = view.job
+    price = obs.markets[on_demand_market(obs, view)].on_demand_price
+    best: tuple[float, int] | None = None
+    for n in range(job.n_min, job.n_max + 1):
+        hours = job.restart_overhead_hours + job.hours_to_finish(view.remaining, n)
+        if obs.time + 3600.0 * hours > deadline:
+            continue
+        cost = n * price * math.ceil(hours / obs.slot_hours) * obs.slot_hours
+        if best is None or cost < best[0]:
+            best = (cost, n)
+    return job.n_max if best is None else best[1]
+
+
+def _cheapest(view: JobView, options: list[tuple[float, int]]) -> int:
+    current = view.current.market if view.current is not None else -1
+    return min(options, key=lambda o: (o[0], o[1] != current, o[1]))[1]

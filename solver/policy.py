@@ -1,0 +1,66 @@
+"""The policy interface: what a scheduler sees at a slot boundary and what it answers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from solver.job import Allocation, Job
+from solver.market import Market
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    """A job as the scheduler sees it at a boundary."""
+
+    job: Job
+    remaining: float
+    pending_overhead: float
+    current: Allocation | None
+
+    @property
+    def id(self) -> str:
+        return self.job.id
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """Everything observable at the boundary of ``slot``, and nothing later.
+
+    ``price_history`` and ``availability_history`` hold closed slots ``0 .. slot-1``
+    (``(markets, slot)`` arrays); ``price_now`` and ``availability_now`` are the values in
+    force at this boundary. ``jobs`` are the active jobs in spot-priority order.
+    """
+
+    slot: int
+    time: float
+    slot_seconds: float
+    markets: tuple[Market, ...]
+    price_history: np.ndarray
+    availability_history: np.ndarray
+    price_now: np.ndarray
+    availability_now: np.ndarray
+    jobs: tuple[JobView, ...]
+
+    @property
+    def slot_hours(self) -> float:
+        return self.slot_seconds / 3600.0
+
+    @property
+    def slot_end(self) -> float:
+        return self.time + self.slot_seconds
+
+
+Decision = Mapping[str, Allocation]
+"""Allocations by job id for one slot; a job left out runs nothing."""
+
+
+class Policy(Protocol):
+    """A scheduler: called once per slot, in order, with that slot's observation."""
+
+    name: str
+
+    def decide(self, obs: Observation) -> Decision: ...

@@ -1,0 +1,1 @@
+"""Kafka/Faust adapters around the solver: event contract, agents, replay, CLI."""

@@ -196,6 +196,26 @@ class MarketData:
         )
 
 
+def tick_slots(ticks: Sequence[MarketTicks], slot_seconds: float) -> MarketData:
+    """Market data whose slot ``i`` is tick ``i`` of every market (Can't Be Late's rule: the
+    ticks are nominally ``slot_seconds`` apart, whatever their timestamps say)."""
+    if not ticks:
+        raise ValueError("market ticks: expected at least one market, got none")
+    lengths = {len(t.times) for t in ticks}
+    if len(lengths) != 1:
+        raise ValueError(
+            f"market ticks: tick-indexed slots need the same tick count in every market, got "
+            f"{sorted(lengths)}"
+        )
+    return MarketData.from_slots(
+        [t.market for t in ticks],
+        float(ticks[0].times[0]),
+        slot_seconds,
+        np.stack([t.prices for t in ticks]),
+        np.stack([t.available for t in ticks]),
+    )
+
+
 def build_market_data(
     ticks: Sequence[MarketTicks], slot_seconds: float, anchor: float = 0.0
 ) -> MarketData:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from solver.policies.baselines import Greedy, OnDemandOnly, SpotOnly, UniformProgress
 from solver.policy import Policy
 
-POLICIES: dict[str, Callable[[], Policy]] = {
+POLICIES: dict[str, Callable[..., Policy]] = {
     OnDemandOnly.name: OnDemandOnly,
     SpotOnly.name: SpotOnly,
     Greedy.name: Greedy,
@@ -15,12 +16,12 @@ POLICIES: dict[str, Callable[[], Policy]] = {
 }
 
 
-def make_policy(name: str) -> Policy:
-    """A fresh policy by CLI name."""
+def make_policy(name: str, **params: Any) -> Policy:
+    """A fresh policy by CLI name, with its parameters (a ``TypeError`` names a wrong one)."""
     try:
         factory = POLICIES[name]
     except KeyError:
         raise ValueError(
             f"policy={name!r}: expected one of {', '.join(sorted(POLICIES))}"
         ) from None
-    return factory()
+    return factory(**params)

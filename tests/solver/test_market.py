@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from solver.market import Market, MarketData, MarketTicks, build_market_data
+from solver.market import Market, MarketData, MarketTicks, build_market_data, tick_slots
 
 M = Market("aws", "us-east-1", "us-east-1a", "p3.2xlarge", 3.06)
 
@@ -72,3 +72,13 @@ def test_market_data_is_read_only_and_windows_keep_values():
     assert window.origin == 180 and list(window.price[0]) == [3.0, 4.0, 5.0, 6.0]
     with pytest.raises(ValueError, match=r"expected inside 0\.\.10"):
         data.window(8, 4)
+
+
+def test_tick_slots_take_ticks_as_slots_whatever_their_spacing():
+    series = ticks([100, 295, 575], [1.0, 2.0, 3.0], [1, 0, 1])
+    data = tick_slots([series], 195)
+    assert data.origin == 100 and data.n_slots == 3
+    assert list(data.price[0]) == [1.0, 2.0, 3.0] and list(data.availability[0]) == [1, 0, 1]
+    other = ticks([0, 1], [1, 1], [1, 1], market=Market("aws", "r", "z", "t", 1.0))
+    with pytest.raises(ValueError, match=r"same tick count in every market, got \[2, 3\]"):
+        tick_slots([series, other], 195)

@@ -131,3 +131,4 @@ class JobResult:
     work_done: float
     spot_instance_hours: float
     on_demand_instance_hours: float
+    cancelled: bool = False

@@ -3,9 +3,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from solver.engine import PolicyError
 from solver.job import Allocation
 from solver.policies.baselines import OnDemandOnly
-from solver.simulator import PolicyError, simulate
+from solver.simulator import simulate
 from tests.solver.helpers import HOUR, RandomPolicy, Scripted, flat_data, job
 
 

@@ -1,0 +1,317 @@
+"""The scheduling engine: job state advanced one slot at a time.
+
+The in-process simulator and the streaming scheduler both drive this one engine, so the same
+market slots and job events give the same decisions wherever they run. Each slot has two
+steps: :meth:`Engine.decide` at the slot's boundary, with the values then in force, and
+:meth:`Engine.settle` once the slot has closed, with its realised price and availability.
+The rules of a slot are stated in :mod:`solver.simulator`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver.job import Allocation, Job, JobResult
+from solver.market import Market
+from solver.policy import Decision, JobView, Observation, Policy
+
+
+class PolicyError(ValueError):
+    """A policy answered something the model forbids."""
+
+
+@dataclass
+class JobState:
+    """What the engine knows of one job."""
+
+    job: Job
+    remaining: float
+    pending_overhead: float = 0.0
+    held: Allocation | None = None
+    cost: float = 0.0
+    completion: float | None = None
+    finished: bool = False
+    cancelled: bool = False
+    preemptions: int = 0
+    refusals: int = 0
+    restarts: int = 0
+    spot_hours: float = 0.0
+    on_demand_hours: float = 0.0
+
+    def result(self) -> JobResult:
+        job = self.job
+        done = self.completion is not None
+        value = 0.0 if self.cancelled else job.value_at(self.completion)
+        return JobResult(
+            job_id=job.id,
+            cost=self.cost,
+            completion=self.completion,
+            utility=value - self.cost,
+            soft_deadline_met=done and self.completion <= job.soft_deadline,
+            hard_deadline_met=done and self.completion <= job.hard_deadline,
+            preemptions=self.preemptions,
+            refusals=self.refusals,
+            restarts=self.restarts,
+            work_done=job.workload - max(self.remaining, 0.0),
+            spot_instance_hours=self.spot_hours,
+            on_demand_instance_hours=self.on_demand_hours,
+            cancelled=self.cancelled,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SlotUsage:
+    """What one job ran in a settled slot and what it paid."""
+
+    job_id: str
+    granted: Allocation
+    cost: float
+
+
+class History:
+    """Closed slots' prices and availability, grown one slot at a time.
+
+    Views handed to policies are read-only and never reach a slot that has not closed.
+    """
+
+    def __init__(self, n_markets: int, capacity: int = 256) -> None:
+        self._price = np.full((n_markets, capacity), np.nan)
+        self._availability = np.full((n_markets, capacity), -1, dtype=np.int64)
+        self._filled = 0
+
+    def __len__(self) -> int:
+        return self._filled
+
+    def append(self, price: np.ndarray, availability: np.ndarray) -> None:
+        if self._filled == self._price.shape[1]:
+            grow = self._price.shape[1]
+            self._price = np.concatenate(
+                (self._price, np.full_like(self._price, np.nan)[:, :grow]), axis=1)
+            self._availability = np.concatenate(
+                (self._availability, np.full_like(self._availability, -1)[:, :grow]), axis=1)
+        self._price[:, self._filled] = price
+        self._availability[:, self._filled] = availability
+        self._filled += 1
+
+    def views(self) -> tuple[np.ndarray, np.ndarray]:
+        price = self._price[:, : self._filled]
+        availability = self._availability[:, : self._filled]
+        price.flags.writeable = False
+        availability.flags.writeable = False
+        return price, availability
+
+
+class Engine:
+    """Job state, market history and one policy, advanced slot by slot."""
+
+    def __init__(
+        self,
+        markets: Sequence[Market],
+        origin: float,
+        slot_seconds: float,
+        policy: Policy,
+        expected_slots: int = 256,
+    ) -> None:
+        self.markets = tuple(markets)
+        self.index = {m.key: i for i, m in enumerate(self.markets)}
+        self.origin = float(origin)
+        self.slot_seconds = float(slot_seconds)
+        self.policy = policy
+        self.history = History(len(self.markets), max(1, expected_slots))
+        self.slot = 0
+        self._od_price = np.array([m.on_demand_price for m in self.markets])
+        self._states: dict[str, JobState] = {}
+        self._order: list[tuple[float, str]] = []
+        self._pending: tuple[int, list[tuple[JobState, Allocation | None]]] | None = None
+
+    # -- jobs -------------------------------------------------------------------------------
+
+    def add_job(self, job: Job) -> None:
+        """Admit a job; it becomes active at the first boundary at or after its release."""
+        if job.id in self._states:
+            raise ValueError(f"job id={job.id!r}: expected unique job ids, got a duplicate")
+        if job.allowed_markets is not None:
+            unknown = [k for k in job.allowed_markets if k not in self.index]
+            if unknown or not job.allowed_markets:
+                raise ValueError(
+                    f"job {job.id!r} allowed_markets={list(job.allowed_markets)!r}: expected "
+                    f"a non-empty subset of {list(self.index)}"
+                )
+        self._states[job.id] = JobState(job=job, remaining=job.workload)
+        bisect.insort(self._order, (job.hard_deadline, job.id))
+
+    def cancel_job(self, job_id: str) -> None:
+        """Stop a job from the next boundary on; it keeps what it has paid."""
+        state = self._state(job_id)
+        if not state.finished:
+            state.finished = state.cancelled = True
+            state.held = None
+
+    def report_progress(self, job_id: str, work_done: float, remaining: float | None) -> None:
+        """Correct a job's remaining work from a progress report or a re-estimate."""
+        state = self._state(job_id)
+        if state.finished:
+            return
+        state.remaining = remaining if remaining is not None else state.job.workload - work_done
+        if state.remaining <= 0:
+            raise ValueError(
+                f"job {job_id!r} remaining={state.remaining!r}: expected positive remaining "
+                "work for a running job; report completion instead"
+            )
+
+    def results(self) -> list[JobResult]:
+        return [s.result() for s in self._states.values()]
+
+    def job_state(self, job_id: str) -> JobState:
+        return self._state(job_id)
+
+    def _state(self, job_id: str) -> JobState:
+        try:
+            return self._states[job_id]
+        except KeyError:
+            raise ValueError(f"job id={job_id!r}: expected a known job") from None
+
+    # -- slots ------------------------------------------------------------------------------
+
+    @property
+    def slot_start(self) -> float:
+        return self.origin + self.slot * self.slot_seconds
+
+    def active(self) -> list[JobState]:
+        start = self.slot_start
+        states = (self._states[job_id] for _, job_id in self._order)
+        return [
+            s for s in states
+            if not s.finished and s.job.release <= start < s.job.hard_deadline
+        ]
+
+    def all_finished(self) -> bool:
+        return all(s.finished for s in self._states.values())
+
+    def decide(self, price_now: np.ndarray, availability_now: np.ndarray) -> dict[str, Allocation]:
+        """Ask the policy for this slot at its boundary; returns the validated requests."""
+        if self._pending is not None:
+            raise RuntimeError(f"slot {self.slot} was decided but not settled")
+        active = self.active()
+        price_hist, avail_hist = self.history.views()
+        obs = Observation(
+            slot=self.slot,
+            time=self.slot_start,
+            slot_seconds=self.slot_seconds,
+            markets=self.markets,
+            price_history=price_hist,
+            availability_history=avail_hist,
+            price_now=np.array(price_now, dtype=float),
+            availability_now=np.array(availability_now, dtype=np.int64),
+            jobs=tuple(JobView(s.job, s.remaining, s.pending_overhead, s.held) for s in active),
+        )
+        answer: Decision = self.policy.decide(obs) if active else {}
+        stray = sorted(set(answer) - {s.job.id for s in active})
+        if stray:
+            raise PolicyError(
+                f"policy {self.policy.name!r} slot {self.slot}: allocated jobs {stray} that are "
+                "not active"
+            )
+        requests: list[tuple[JobState, Allocation | None]] = []
+        decided: dict[str, Allocation] = {}
+        for state in active:
+            request = answer.get(state.job.id)
+            if request is not None and request.total == 0:
+                request = None
+            if request is not None:
+                self._check_request(state.job, request)
+                decided[state.job.id] = request
+            requests.append((state, request))
+        self._pending = (self.slot, requests)
+        return decided
+
+    def settle(self, price: np.ndarray, availability: np.ndarray) -> list[SlotUsage]:
+        """Close the decided slot with its realised values; returns what each job ran."""
+        if self._pending is None:
+            raise RuntimeError(f"slot {self.slot} was not decided before settling")
+        _, requests = self._pending
+        self._pending = None
+        capacity = np.array(availability, dtype=np.int64)
+        slot_h = self.slot_seconds / 3600.0
+        start = self.slot_start
+        usage: list[SlotUsage] = []
+        for state, request in requests:
+            if state.finished:  # cancelled between decision and settlement
+                continue
+            granted = _grant(state, request, capacity)
+            _run_slot(state, granted, start, self.slot_seconds)
+            if granted is not None:
+                m = granted.market
+                cost = (granted.spot * float(price[m])
+                        + granted.on_demand * self._od_price[m]) * slot_h
+                state.cost += cost
+                state.spot_hours += granted.spot * slot_h
+                state.on_demand_hours += granted.on_demand * slot_h
+                usage.append(SlotUsage(state.job.id, granted, cost))
+            if start + self.slot_seconds >= state.job.hard_deadline:
+                state.finished = True
+        self.history.append(price, availability)
+        self.slot += 1
+        return usage
+
+    def _check_request(self, job: Job, request: Allocation) -> None:
+        where = f"policy {self.policy.name!r} slot {self.slot} job {job.id!r}"
+        if not 0 <= request.market < len(self.markets):
+            raise PolicyError(f"{where}: market={request.market} is not a market index")
+        if not job.may_use(self.markets[request.market].key):
+            raise PolicyError(
+                f"{where}: market={self.markets[request.market].key!r} is not among the job's "
+                f"allowed markets {list(job.allowed_markets or ())}"
+            )
+        if request.spot and not job.allow_spot:
+            raise PolicyError(f"{where}: spot={request.spot} but the job does not allow spot")
+        if not job.n_min <= request.total <= job.n_max:
+            raise PolicyError(
+                f"{where}: {request.total} instances; expected 0 or between n_min={job.n_min} "
+                f"and n_max={job.n_max}"
+            )
+
+
+def _grant(state: JobState, request: Allocation | None, capacity: np.ndarray) -> Allocation | None:
+    """Apply spot capacity to a request; count preemptions and refusals."""
+    if request is None:
+        return None
+    m = request.market
+    spot = min(request.spot, int(capacity[m]))
+    missing = request.spot - spot
+    if missing:
+        held = state.held.spot if state.held is not None and state.held.market == m else 0
+        lost = max(0, min(request.spot, held) - spot)
+        state.preemptions += lost
+        state.refusals += missing - lost
+    granted = Allocation(m, spot, request.on_demand)
+    if granted.total < state.job.n_min:
+        return None
+    capacity[m] -= spot
+    return granted
+
+
+def _run_slot(state: JobState, granted: Allocation | None, start: float, slot_s: float) -> None:
+    """Advance one job by one slot with its granted allocation."""
+    if granted != state.held and granted is not None:
+        state.restarts += 1
+        state.pending_overhead = state.job.restart_overhead
+    state.held = granted
+    if granted is None:
+        state.pending_overhead = 0.0
+        return
+    overhead = min(state.pending_overhead, slot_s)
+    state.pending_overhead -= overhead
+    rate = state.job.throughput(granted.total) / 3600.0  # work per second
+    productive = slot_s - overhead
+    if rate * productive >= state.remaining:
+        state.completion = start + overhead + state.remaining / rate
+        state.remaining = 0.0
+        state.finished = True
+        state.held = None
+    else:
+        state.remaining -= rate * productive

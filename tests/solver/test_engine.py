@@ -1,0 +1,60 @@
+import numpy as np
+import pytest
+
+from solver.engine import Engine, History
+from solver.job import Allocation
+from solver.policies.baselines import OnDemandOnly
+from solver.simulator import simulate
+from tests.solver.helpers import HOUR, flat_data, job, markets
+
+
+def test_history_grows_and_never_shows_unclosed_slots():
+    history = History(2, capacity=1)
+    for t in range(5):
+        price, _ = history.views()
+        assert price.shape == (2, t)
+        assert price.base is None or np.isnan(np.asarray(price.base)[:, t:]).all()
+        history.append(np.array([t, t + 0.5]), np.array([t, 1]))
+    price, avail = history.views()
+    assert price[1].tolist() == [0.5, 1.5, 2.5, 3.5, 4.5] and avail[0].tolist() == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError):
+        price[0, 0] = 1.0
+
+
+def test_stepwise_engine_matches_the_simulator():
+    data = flat_data([[1.0, 2.0, 1.5, 1.0] * 3, [2.0] * 12], [[1, 0, 2, 2] * 3, [1] * 12])
+    jobs = [job("a", workload=3.0, soft=8 * HOUR, restart_overhead=600.0),
+            job("b", workload=5.0, release=HOUR, soft=12 * HOUR, n_max=2)]
+    expected = simulate(data, jobs, OnDemandOnly())
+    engine = Engine(data.markets, data.origin, data.slot_seconds, OnDemandOnly(), 1)
+    for j in jobs:
+        engine.add_job(j)
+    for t in range(data.n_slots):
+        engine.decide(data.boundary_price[:, t], data.boundary_availability[:, t])
+        engine.settle(data.price[:, t], data.availability[:, t])
+    assert tuple(engine.results()) == expected.jobs
+
+
+def test_cancel_and_progress_reports_change_what_remains():
+    data = flat_data([[1.0] * 6], [[0] * 6])
+    engine = Engine(data.markets, 0.0, HOUR, OnDemandOnly())
+    engine.add_job(job("a", workload=4.0, soft=6 * HOUR))
+    engine.add_job(job("b", workload=4.0, soft=6 * HOUR))
+    assert engine.decide(data.price[:, 0], data.availability[:, 0]) == {
+        "a": Allocation(0, 0, 1), "b": Allocation(0, 0, 1)}
+    engine.settle(data.price[:, 0], data.availability[:, 0])
+    engine.cancel_job("b")
+    engine.report_progress("a", work_done=3.5, remaining=None)
+    engine.decide(data.price[:, 1], data.availability[:, 1])
+    engine.settle(data.price[:, 1], data.availability[:, 1])
+    a, b = engine.results()
+    assert a.completion == pytest.approx(1.5 * HOUR) and a.utility == pytest.approx(-6.0)
+    assert b.cancelled and b.cost == pytest.approx(3.0) and b.completion is None
+    with pytest.raises(ValueError, match="job id='zz': expected a known job"):
+        engine.cancel_job("zz")
+    with pytest.raises(RuntimeError, match="not decided"):
+        engine.settle(data.price[:, 2], data.availability[:, 2])
+    with pytest.raises(ValueError, match="duplicate"):
+        engine.add_job(job("a", workload=1.0, soft=6 * HOUR))
+    with pytest.raises(ValueError, match="allowed_markets"):
+        engine.add_job(job("c", allowed_markets=(markets(3)[2].key,)))

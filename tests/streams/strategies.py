@@ -1,0 +1,133 @@
+"""Hypothesis strategies producing valid events of every type."""
+
+from __future__ import annotations
+
+import base64
+import string
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import strategies as st
+
+from streams.events import (
+    AvailabilityTick,
+    DeadLetter,
+    Envelope,
+    JobCancelled,
+    JobFinished,
+    JobProgress,
+    JobSubmitted,
+    PriceTick,
+    ProvisioningDecision,
+)
+
+times = st.datetimes(
+    min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
+)
+names = st.text(string.ascii_lowercase + string.digits + "-._", min_size=1, max_size=12)
+market_keys = st.tuples(names, names, names, names).map("/".join)
+job_ids = st.text(min_size=1, max_size=40)
+texts = st.text(max_size=60)
+amounts = st.floats(min_value=0, max_value=1e6)
+positives = st.floats(min_value=1e-6, max_value=1e6)
+counts = st.integers(min_value=0, max_value=10_000)
+seconds = st.integers(min_value=1, max_value=10**7).map(lambda s: timedelta(seconds=s))
+
+
+@st.composite
+def job_submitted(draw: st.DrawFn) -> JobSubmitted:
+    release = draw(times)
+    soft = release + draw(seconds)
+    n_min = draw(st.integers(1, 64))
+    value = draw(amounts)
+    return JobSubmitted(
+        event_time=draw(times),
+        job_id=draw(job_ids),
+        workload=draw(positives),
+        release=release,
+        soft_deadline=soft,
+        hard_deadline=soft + draw(st.just(timedelta(0)) | seconds),
+        n_min=n_min,
+        n_max=draw(st.integers(n_min, 128)),
+        alpha=draw(st.floats(0.01, 100)),
+        beta=draw(st.floats(0, 100)),
+        value=value,
+        value_at_hard_deadline=draw(st.floats(-1e6, value)),
+        miss_penalty=draw(amounts),
+        restart_overhead=draw(amounts),
+        allowed_markets=draw(st.none() | st.lists(market_keys, min_size=1, max_size=4)),
+        allow_spot=draw(st.booleans()),
+    )
+
+
+price_ticks = st.builds(
+    PriceTick,
+    event_time=times,
+    market=market_keys,
+    spot_price=amounts,
+    on_demand_price=st.none() | positives,
+)
+availability_ticks = st.builds(
+    AvailabilityTick,
+    event_time=times,
+    market=market_keys,
+    available=counts,
+    reason=st.sampled_from([None, "obtained", "refused", "preempted", "probe"]),
+)
+job_progress = st.builds(
+    JobProgress,
+    event_time=times,
+    job_id=job_ids,
+    work_done=amounts,
+    remaining_work=st.none() | positives,
+)
+job_cancelled = st.builds(
+    JobCancelled, event_time=times, job_id=job_ids, reason=st.none() | texts
+)
+job_finished = st.builds(JobFinished, event_time=times, job_id=job_ids)
+decisions = st.builds(
+    ProvisioningDecision,
+    event_time=times,
+    job_id=job_ids,
+    epoch=counts,
+    slot_start=times,
+    slot_seconds=positives,
+    market=market_keys,
+    spot=counts,
+    on_demand=counts,
+    revision=counts,
+    policy=names,
+    expected_cost_usd=amounts,
+    slack_seconds=st.floats(-1e7, 1e7),
+    forecast=st.none() | st.dictionaries(names, st.floats(-1e6, 1e6), max_size=4),
+    reason=texts,
+)
+dead_letters = st.builds(
+    DeadLetter,
+    event_time=times,
+    raw=texts,
+    source_topic=names,
+    partition=st.none() | counts,
+    offset=st.none() | counts,
+    reason=texts,
+    error_type=names,
+) | st.builds(
+    DeadLetter,
+    event_time=times,
+    raw=st.binary(max_size=40).map(lambda b: base64.b64encode(b).decode()),
+    raw_encoding=st.just("base64"),
+    source_topic=names,
+    reason=texts,
+    error_type=names,
+)
+
+BY_TYPE: dict[str, st.SearchStrategy[Envelope]] = {
+    "price_tick": price_ticks,
+    "availability_tick": availability_ticks,
+    "job_submitted": job_submitted(),
+    "job_progress": job_progress,
+    "job_cancelled": job_cancelled,
+    "job_finished": job_finished,
+    "provisioning_decision": decisions,
+    "dead_letter": dead_letters,
+}
+events = st.one_of(*BY_TYPE.values())

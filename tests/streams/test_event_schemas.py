@@ -1,0 +1,54 @@
+import json
+
+import pytest
+from hypothesis import given
+
+from streams.events import EVENT_TYPES, dump_event
+from streams.schema import json_schemas, write_schemas
+from tests.streams.strategies import events
+
+jsonschema = pytest.importorskip("jsonschema")
+VALIDATORS = {
+    name: jsonschema.Draft202012Validator(schema) for name, schema in json_schemas().items()
+}
+
+
+def test_one_schema_per_event_type_and_one_for_the_union():
+    schemas = json_schemas()
+    assert set(schemas) == {*EVENT_TYPES, "event"}
+    assert set(schemas["event"]["discriminator"]["mapping"]) == set(EVENT_TYPES)
+    for name, schema in schemas.items():
+        assert json.loads(json.dumps(schema)) == schema
+        jsonschema.Draft202012Validator.check_schema(schema)
+        if name != "event":
+            assert schema["properties"]["type"]["const"] == name
+            assert "type" in schema["required"]
+            assert schema["additionalProperties"] is False
+
+
+@given(events)
+def test_dumped_events_satisfy_their_schemas(event):
+    data = json.loads(dump_event(event))
+    VALIDATORS[event.type].validate(data)
+    VALIDATORS["event"].validate(data)
+
+
+def test_schemas_reject_what_the_models_reject():
+    bad = {"type": "price_tick", "event_time": 0, "market": "a/b", "spot_price": -1}
+    errors = list(VALIDATORS["price_tick"].iter_errors(bad))
+    assert {error.path[0] for error in errors} == {"market", "spot_price"}
+
+
+def test_write_schemas_writes_sorted_indented_files(tmp_path):
+    out = tmp_path / "schemas"
+    paths = write_schemas(out)
+    assert sorted(path.name for path in paths) == sorted(
+        f"{name}.schema.json" for name in (*EVENT_TYPES, "event")
+    )
+    schemas = json_schemas()
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        schema = json.loads(text)
+        assert schema == schemas[path.name.removesuffix(".schema.json")]
+        assert text == json.dumps(schema, sort_keys=True, indent=2) + "\n"
+    assert write_schemas(out) == paths

@@ -6,7 +6,7 @@ Slot rules (documented in the README, relied on by every policy):
   ``anchor`` (default: the Unix epoch), so a replay and a live stream cut the same slots; a
   trace whose ticks are the slots (Can't Be Late) anchors the grid at its first tick.
   Slot 0 is the first slot that starts at or after the earliest tick of every market; the last
-  slot is the last one that ends at or before the latest tick of every market.
+  slot is the last one that ends before the latest tick of every market.
 * A tick's value holds from its timestamp until the next tick (a step function).
 * The slot's **price** is the time-weighted mean of that step function over the slot.
 * The slot's **availability** is the smallest count in force at any moment of the slot, so a
@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from solver.slotting import SlotClose, SlotCutter
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -222,24 +224,25 @@ def build_market_data(
     """Cut irregular ticks of several markets onto one slot grid (rules in the module doc)."""
     if not ticks:
         raise ValueError("market ticks: expected at least one market, got none")
-    if not (math.isfinite(slot_seconds) and slot_seconds > 0):
-        raise ValueError(f"slot_seconds={slot_seconds!r}: expected a positive number of seconds")
-    first = max(float(t.times[0]) for t in ticks)
-    last = min(float(t.times[-1]) for t in ticks)
-    origin = anchor + math.ceil((first - anchor) / slot_seconds) * slot_seconds
-    n_slots = math.floor((last - origin) / slot_seconds)
-    if n_slots <= 0:
+    closes = [_closes(series, slot_seconds, anchor) for series in ticks]
+    origin = max(c[0].boundary if c else math.inf for c in closes)
+    per_market = [[c for c in market if c.boundary >= origin] for market in closes]
+    n_slots = min(len(c) for c in per_market) - 1
+    if not math.isfinite(origin) or n_slots <= 0:
+        first = max(float(t.times[0]) for t in ticks)
+        last = min(float(t.times[-1]) for t in ticks)
         raise ValueError(
             f"market ticks span {first!r}..{last!r} s, which holds no whole slot of "
             f"{slot_seconds} s common to all markets"
         )
-    bounds = origin + slot_seconds * np.arange(n_slots + 1)
-    price = np.empty((len(ticks), n_slots))
-    avail = np.empty((len(ticks), n_slots), dtype=np.int64)
-    b_price = np.empty_like(price)
-    b_avail = np.empty_like(avail)
-    for row, series in enumerate(ticks):
-        price[row], avail[row], b_price[row], b_avail[row] = _slot_values(series, bounds)
+    shape = (len(ticks), n_slots)
+    price, b_price = np.empty(shape), np.empty(shape)
+    avail, b_avail = np.empty(shape, dtype=np.int64), np.empty(shape, dtype=np.int64)
+    for row, market in enumerate(per_market):
+        b_price[row] = [c.price_now for c in market[:n_slots]]
+        b_avail[row] = [c.availability_now for c in market[:n_slots]]
+        price[row] = [c.price for c in market[1 : n_slots + 1]]
+        avail[row] = [c.availability for c in market[1 : n_slots + 1]]
     return MarketData(
         markets=tuple(t.market for t in ticks),
         origin=float(origin),
@@ -251,20 +254,11 @@ def build_market_data(
     )
 
 
-def _slot_values(
-    series: MarketTicks, bounds: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    times, prices, available = series.times, series.prices, series.available
-    # Index of the tick in force at each boundary.
-    in_force = np.searchsorted(times, bounds, side="right") - 1
-    # Integral of the price step function from the first tick up to each boundary.
-    cumulative = np.concatenate(([0.0], np.cumsum(prices[:-1] * np.diff(times))))
-    integral = cumulative[in_force] + prices[in_force] * (bounds - times[in_force])
-    mean_price = np.diff(integral) / np.diff(bounds)
-    # Ticks strictly inside a slot are in_force[k] + 1 .. last_before_end[k].
-    last_before_end = np.searchsorted(times, bounds[1:], side="left") - 1
-    minimum = np.array(
-        [available[a : b + 1].min() for a, b in zip(in_force[:-1], last_before_end, strict=True)],
-        dtype=np.int64,
-    )
-    return mean_price, minimum, prices[in_force[:-1]], available[in_force[:-1]]
+def _closes(series: MarketTicks, slot_seconds: float, anchor: float) -> list[SlotClose]:
+    cutter = SlotCutter(slot_seconds, anchor)
+    out: list[SlotClose] = []
+    for time, price, available in zip(
+        series.times.tolist(), series.prices.tolist(), series.available.tolist(), strict=True
+    ):
+        out.extend(cutter.update(time, price, available))
+    return out

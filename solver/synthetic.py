@@ -62,7 +62,7 @@ class SyntheticMarketSpec:
 def synthetic_ticks(spec: SyntheticMarketSpec = SyntheticMarketSpec()) -> list[MarketTicks]:
     """Ticks every ``spec.tick_seconds`` for ``spec.n_markets`` markets, seeded by ``spec.seed``."""
     rng = np.random.default_rng(spec.seed)
-    n_ticks = int(spec.days * 86400 / spec.tick_seconds) + 1
+    n_ticks = int(spec.days * 86400 / spec.tick_seconds) + 2  # the last slot closes too
     times = SYNTHETIC_START + spec.tick_seconds * np.arange(n_ticks)
     out = []
     for cloud, region, zone, utc_offset in _ZONES[: spec.n_markets]:

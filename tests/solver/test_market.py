@@ -31,7 +31,7 @@ def test_grid_is_common_to_all_markets_and_anchored():
     a = ticks([0, 10_000], [1.0, 1.0], [1, 1])
     b = ticks([5000, 20_000], [2.0, 2.0], [2, 2], market=other)
     data = build_market_data([a, b], 1000)
-    assert data.origin == 5000 and data.n_slots == 5
+    assert data.origin == 5000 and data.n_slots == 4  # the last slot must end before 10000
     anchored = build_market_data([a, b], 1000, anchor=500)
     assert anchored.origin == 5500 and anchored.n_slots == 4
 

@@ -127,6 +127,7 @@ class Engine:
         self._states: dict[str, JobState] = {}
         self._order: list[tuple[float, str]] = []
         self._pending: tuple[int, list[tuple[JobState, Allocation | None]]] | None = None
+        self.last_observation: Observation | None = None
 
     # -- jobs -------------------------------------------------------------------------------
 
@@ -149,6 +150,15 @@ class Engine:
         state = self._state(job_id)
         if not state.finished:
             state.finished = state.cancelled = True
+            state.held = None
+
+    def finish_job(self, job_id: str, time: float) -> None:
+        """Record a completion reported from outside (e.g. by the cloud) at ``time``."""
+        state = self._state(job_id)
+        if not state.finished:
+            state.finished = True
+            state.completion = time
+            state.remaining = 0.0
             state.held = None
 
     def report_progress(self, job_id: str, work_done: float, remaining: float | None) -> None:
@@ -193,7 +203,8 @@ class Engine:
         return all(s.finished for s in self._states.values())
 
     def decide(self, price_now: np.ndarray, availability_now: np.ndarray) -> dict[str, Allocation]:
-        """Ask the policy for this slot at its boundary; returns the validated requests."""
+        """Ask the policy for this slot at its boundary; returns every active job's validated
+        allocation, zero instances for the jobs the policy leaves idle."""
         if self._pending is not None:
             raise RuntimeError(f"slot {self.slot} was decided but not settled")
         active = self.active()
@@ -209,6 +220,7 @@ class Engine:
             availability_now=np.array(availability_now, dtype=np.int64),
             jobs=tuple(JobView(s.job, s.remaining, s.pending_overhead, s.held) for s in active),
         )
+        self.last_observation = obs
         answer: Decision = self.policy.decide(obs) if active else {}
         stray = sorted(set(answer) - {s.job.id for s in active})
         if stray:
@@ -224,10 +236,17 @@ class Engine:
                 request = None
             if request is not None:
                 self._check_request(state.job, request)
-                decided[state.job.id] = request
+            decided[state.job.id] = request or self._idle(state)
             requests.append((state, request))
         self._pending = (self.slot, requests)
         return decided
+
+    def _idle(self, state: JobState) -> Allocation:
+        """Nothing to run: zero instances where the job last ran (or its first market)."""
+        if state.held is not None:
+            return Allocation(state.held.market)
+        allowed = state.job.allowed_markets
+        return Allocation(self.index[allowed[0]] if allowed else 0)
 
     def settle(self, price: np.ndarray, availability: np.ndarray) -> list[SlotUsage]:
         """Close the decided slot with its realised values; returns what each job ran."""

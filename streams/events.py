@@ -369,6 +369,46 @@ class ProvisioningDecision(Envelope):
         return f"{self.job_id}:{self.epoch}:{self.revision}"
 
 
+class MarketBoundary(Envelope):
+    """Internal: a market passed a slot boundary (``event_time``): the closed slot's values
+    (absent when ticks did not cover it) and the values in force at the boundary."""
+
+    key_field: ClassVar[str] = "market"
+
+    type: Literal["market_boundary"] = "market_boundary"
+    market: MarketKey
+    slot_seconds: Positive
+    price: NonNegative | None = Field(None, description="Time-weighted mean over the slot")
+    availability: Count | None = Field(None, description="Smallest count during the slot")
+    price_now: NonNegative
+    availability_now: Count
+
+
+class EpochClosed(Envelope):
+    """Internal: every market passed boundary ``event_time``; carries, in catalogue order, the
+    closed slot's values (absent at the first epoch) and the values in force at the boundary."""
+
+    key_field: ClassVar[str] = "epoch"
+
+    type: Literal["epoch_closed"] = "epoch_closed"
+    epoch: Count = Field(description="Index of the slot that starts at this boundary")
+    slot_seconds: Positive
+    markets: Annotated[tuple[MarketKey, ...], Field(min_length=1)]
+    price: tuple[NonNegative, ...] | None = None
+    availability: tuple[Count, ...] | None = None
+    price_now: tuple[NonNegative, ...]
+    availability_now: tuple[Count, ...]
+
+    @model_validator(mode="after")
+    def _same_lengths(self) -> Self:
+        n = len(self.markets)
+        for name in ("price", "availability", "price_now", "availability_now"):
+            values = getattr(self, name)
+            if values is not None and len(values) != n:
+                raise _field_error(name, list(values), f"{n} values, one per market")
+        return self
+
+
 class DeadLetter(Envelope):
     """A message that could not be processed, kept with where it came from and why."""
 
@@ -438,7 +478,9 @@ Event = Annotated[
     | JobCancelled
     | JobFinished
     | ProvisioningDecision
-    | DeadLetter,
+    | DeadLetter
+    | MarketBoundary
+    | EpochClosed,
     Field(discriminator="type"),
 ]
 """Any event; ``type`` selects the class."""
@@ -454,6 +496,8 @@ EVENT_TYPES: dict[str, type[Envelope]] = {
         JobFinished,
         ProvisioningDecision,
         DeadLetter,
+        MarketBoundary,
+        EpochClosed,
     )
 }
 """Event classes by their ``type`` tag."""

@@ -12,10 +12,12 @@ from streams.events import (
     AvailabilityTick,
     DeadLetter,
     Envelope,
+    EpochClosed,
     JobCancelled,
     JobFinished,
     JobProgress,
     JobSubmitted,
+    MarketBoundary,
     PriceTick,
     ProvisioningDecision,
 )
@@ -120,6 +122,34 @@ dead_letters = st.builds(
     error_type=names,
 )
 
+market_boundaries = st.builds(
+    MarketBoundary,
+    event_time=times,
+    market=market_keys,
+    slot_seconds=positives,
+    price=st.none() | amounts,
+    availability=st.none() | counts,
+    price_now=amounts,
+    availability_now=counts,
+)
+
+
+@st.composite
+def epochs(draw: st.DrawFn) -> EpochClosed:
+    n = draw(st.integers(1, 4))
+    closed = draw(st.booleans())
+    return EpochClosed(
+        event_time=draw(times),
+        epoch=draw(counts),
+        slot_seconds=draw(positives),
+        markets=tuple(draw(st.lists(market_keys, min_size=n, max_size=n))),
+        price=tuple(draw(st.lists(amounts, min_size=n, max_size=n))) if closed else None,
+        availability=tuple(draw(st.lists(counts, min_size=n, max_size=n))) if closed else None,
+        price_now=tuple(draw(st.lists(amounts, min_size=n, max_size=n))),
+        availability_now=tuple(draw(st.lists(counts, min_size=n, max_size=n))),
+    )
+
+
 BY_TYPE: dict[str, st.SearchStrategy[Envelope]] = {
     "price_tick": price_ticks,
     "availability_tick": availability_ticks,
@@ -129,5 +159,7 @@ BY_TYPE: dict[str, st.SearchStrategy[Envelope]] = {
     "job_finished": job_finished,
     "provisioning_decision": decisions,
     "dead_letter": dead_letters,
+    "market_boundary": market_boundaries,
+    "epoch_closed": epochs(),
 }
 events = st.one_of(*BY_TYPE.values())

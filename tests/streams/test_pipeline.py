@@ -1,0 +1,100 @@
+import pytest
+
+from solver.market import build_market_data
+from solver.policies import make_policy
+from solver.simulator import simulate
+from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
+from solver.workload import WorkloadSpec, generate_jobs
+from streams.events import AvailabilityTick, JobCancelled, JobSubmitted, PriceTick
+from streams.pipeline import (
+    EpochCoordinator,
+    MarketStage,
+    PartitionScheduler,
+    RejectedEvent,
+    decision_rows,
+    epoch_index,
+)
+from streams.replay_events import partition_for, run_in_memory, trace_events
+
+SLOT = 3600.0
+
+
+def simulated_rows(data, jobs, policy):
+    result = simulate(data, jobs, make_policy(policy))
+    return sorted(
+        (epoch_index(data.slot_start(t), SLOT), job_id, data.markets[a.market].key,
+         a.spot, a.on_demand)
+        for t, job_id, a in result.decisions
+    )
+
+
+@pytest.fixture(scope="module")
+def market():
+    ticks = synthetic_ticks(SyntheticMarketSpec(seed=3, n_markets=3, days=6))
+    data = build_market_data(ticks, SLOT)
+    return ticks, data, generate_jobs(data, 24, WorkloadSpec(seed=3))
+
+
+@pytest.mark.parametrize("policy", ["on-demand", "greedy", "uniform-progress"])
+def test_streaming_stages_decide_exactly_like_the_simulator(market, policy):
+    ticks, data, jobs = market
+    streamed = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT,
+                             lambda: make_policy(policy))
+    assert decision_rows(streamed) == simulated_rows(data, jobs, policy)
+
+
+def test_partitions_plan_independently_like_separate_simulations(market):
+    ticks, data, jobs = market
+    streamed = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT,
+                             lambda: make_policy("greedy"), partitions=3)
+    expected = sorted(
+        row
+        for p in range(3)
+        for row in simulated_rows(data, [j for j in jobs if partition_for(j.id, 3) == p],
+                                  "greedy")
+    )
+    assert decision_rows(streamed) == expected
+
+
+def test_every_job_gets_a_release_decision_when_it_leaves(market):
+    ticks, data, jobs = market
+    streamed = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT,
+                             lambda: make_policy("greedy"))
+    released = {d.job_id for d in streamed if d.reason.startswith("released")}
+    assert released == {j.id for j in jobs}
+    keys = [d.idempotency_key for d in streamed]
+    assert len(keys) == len(set(keys))
+
+
+def test_unknown_markets_late_ticks_and_past_deadlines_are_rejected(market):
+    ticks, data, jobs = market
+    stage = MarketStage(data.markets, SLOT)
+    key = data.markets[0].key
+    stage.handle(PriceTick(event_time=7200, market=key, spot_price=1.0))
+    with pytest.raises(RejectedEvent, match="late tick"):
+        stage.handle(AvailabilityTick(event_time=3600, market=key, available=1))
+    with pytest.raises(RejectedEvent, match="expected a market of the catalogue"):
+        stage.handle(PriceTick(event_time=9000, market="aws/x/y/z", spot_price=1.0))
+    scheduler = PartitionScheduler(data.markets, SLOT, lambda: make_policy("greedy"))
+    coordinator = EpochCoordinator(data.markets, SLOT)
+    events = trace_events(ticks, [])
+    markets = MarketStage(data.markets, SLOT)
+    for event in events:
+        epochs = [e for b in markets.handle(event) for e in coordinator.handle(b)]
+        for epoch in epochs:
+            scheduler.handle(epoch)
+        if scheduler.last_epoch is not None and scheduler.last_epoch > epoch_index(
+                data.origin, SLOT) + 5:
+            break
+    late_job = jobs[0]
+    with pytest.raises(RejectedEvent, match=r"hard_deadline=.*expected a time after"):
+        scheduler.handle(JobSubmitted.from_job(
+            late_job.__class__(**{**_fields(late_job), "release": data.origin - 3600,
+                                  "soft_deadline": data.origin, "hard_deadline": data.origin}),
+            data.origin))
+    with pytest.raises(RejectedEvent, match="expected a submitted job"):
+        scheduler.handle(JobCancelled(event_time=data.origin, job_id="nope"))
+
+
+def _fields(job):
+    return {f: getattr(job, f) for f in job.__slots__}

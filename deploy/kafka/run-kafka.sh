@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Run a single-node development Kafka broker until Ctrl-C.
+# Options: --port PORT (default 9092), --data-dir DIR (keep data), --fetch-only.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
+exec python -m streams.devkafka "$@"

@@ -1,0 +1,116 @@
+"""The development broker: round trips, consumer groups and readiness errors."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from streams.devkafka import (
+    DevKafkaError,
+    KafkaBroker,
+    fetch_jars,
+    free_port,
+    kafka_home,
+    wait_ready,
+)
+from tests.kafka_fixture import TopicFactory
+
+pytestmark = pytest.mark.kafka
+
+
+async def _wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.1)
+
+
+async def test_keyed_messages_round_trip(
+    kafka_bootstrap: str, fresh_topic_factory: TopicFactory
+) -> None:
+    topic = await fresh_topic_factory(partitions=3)
+    sent = {f"job-{i}".encode(): f"event-{i}".encode() for i in range(100)}
+    async with AIOKafkaProducer(bootstrap_servers=kafka_bootstrap) as producer:
+        for key, value in sent.items():
+            await producer.send(topic, value, key=key)
+        await producer.flush()
+
+    received: dict[bytes, bytes] = {}
+    partitions_of: dict[bytes, set[int]] = {}
+    async with AIOKafkaConsumer(
+        topic, bootstrap_servers=kafka_bootstrap, auto_offset_reset="earliest"
+    ) as consumer:
+        async with asyncio.timeout(30):
+            while len(received) < len(sent):
+                for tp, records in (await consumer.getmany(timeout_ms=1000)).items():
+                    for record in records:
+                        assert record.key is not None and record.value is not None
+                        received[record.key] = record.value
+                        partitions_of.setdefault(record.key, set()).add(tp.partition)
+
+    assert received == sent
+    assert all(len(parts) == 1 for parts in partitions_of.values())
+    assert set().union(*partitions_of.values()) == {0, 1, 2}
+
+
+async def test_consumer_group_join_and_rebalance(
+    kafka_bootstrap: str, fresh_topic_factory: TopicFactory, unique_name: Callable[[str], str]
+) -> None:
+    topic = await fresh_topic_factory(partitions=3)
+    group = unique_name("g")
+    everything = {TopicPartition(topic, p) for p in range(3)}
+    settings = {
+        "bootstrap_servers": kafka_bootstrap,
+        "group_id": group,
+        "auto_offset_reset": "earliest",
+        "heartbeat_interval_ms": 300,
+    }
+    async with AIOKafkaProducer(bootstrap_servers=kafka_bootstrap) as producer:
+        await producer.send_and_wait(topic, b"hello", key=b"k", partition=1)
+
+    async with AIOKafkaConsumer(topic, **settings) as first:
+        record = await asyncio.wait_for(first.getone(), 30)
+        assert (record.partition, record.value) == (1, b"hello")
+        assert first.assignment() == everything
+        await first.commit()
+        assert await first.committed(TopicPartition(topic, 1)) == record.offset + 1
+
+        async with AIOKafkaConsumer(topic, **settings) as second:
+            await _wait_for(
+                lambda: (
+                    bool(first.assignment())
+                    and bool(second.assignment())
+                    and first.assignment() | second.assignment() == everything
+                    and not first.assignment() & second.assignment()
+                )
+            )
+
+
+def test_readiness_fails_clearly_when_nothing_listens() -> None:
+    bootstrap = f"127.0.0.1:{free_port()}"
+    with pytest.raises(
+        DevKafkaError, match=rf"no Kafka broker ready at {bootstrap} after 1 s: Connection refused"
+    ):
+        wait_ready(bootstrap, timeout=1.0)
+
+
+def test_start_refuses_a_port_in_use(tmp_path_factory: pytest.TempPathFactory) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        broker = KafkaBroker(fetch_jars(kafka_home()), tmp_path_factory.mktemp("taken"), port)
+        with pytest.raises(DevKafkaError, match=f"port {port} on 127.0.0.1 is already in use"):
+            broker.start()
+
+
+def test_failed_start_reports_the_broker_log(tmp_path_factory: pytest.TempPathFactory) -> None:
+    broker = KafkaBroker(fetch_jars(kafka_home()), tmp_path_factory.mktemp("crash"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        broker.controller_port = taken.getsockname()[1]
+        with pytest.raises(DevKafkaError, match=r"(?s)exited with code 1.*first error.*in use"):
+            broker.start(timeout=60)
+    assert broker.process is None

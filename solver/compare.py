@@ -9,7 +9,7 @@ from solver.job import Job
 from solver.market import MarketData
 from solver.policies import make_policy
 from solver.policies.baselines import OnDemandOnly
-from solver.simulator import SimulationResult, simulate
+from solver.simulator import SimulationResult, simulate_partitioned
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,17 +59,22 @@ def compare_policies(
     jobs: Sequence[Job],
     policies: Sequence[str],
     progress: Callable[[int], None] | None = None,
+    partition_of: Callable[[str], int] = lambda job_id: 0,
 ) -> tuple[list[SimulationResult], list[PolicySummary]]:
     """Simulate each named policy; on-demand only also runs (unreported) when not named, as
-    the reference for ``cost_vs_on_demand``."""
+    the reference for ``cost_vs_on_demand``. ``partition_of`` splits the jobs among
+    independent schedulers (default: one scheduler for all)."""
     if not policies:
         raise ValueError("policies: expected at least one policy name")
     duplicates = sorted({p for p in policies if policies.count(p) > 1})
     if duplicates:
         raise ValueError(f"policies: {duplicates} named more than once")
-    results = [simulate(data, jobs, make_policy(name), progress) for name in policies]
+    results = [
+        simulate_partitioned(data, jobs, lambda n=name: make_policy(n), partition_of, progress)
+        for name in policies
+    ]
     reference = next((r for r in results if r.policy == OnDemandOnly.name), None)
     if reference is None:
-        reference = simulate(data, jobs, OnDemandOnly())
+        reference = simulate_partitioned(data, jobs, OnDemandOnly, partition_of)
     summaries = [summarize(r, reference.total_cost) for r in results]
     return results, summaries

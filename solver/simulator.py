@@ -109,3 +109,32 @@ def simulate(
         cost_per_slot=cost_per_slot,
         decisions=tuple(decisions),
     )
+
+
+def simulate_partitioned(
+    data: MarketData,
+    jobs: Sequence[Job],
+    policy_factory: Callable[[], Policy],
+    partition_of: Callable[[str], int],
+    progress: Callable[[int], None] | None = None,
+) -> SimulationResult:
+    """Jobs split into groups that each plan alone against the whole market, as independent
+    scheduler partitions do; one result with the jobs in their given order."""
+    groups: dict[int, list[Job]] = {}
+    for job in jobs:
+        groups.setdefault(partition_of(job.id), []).append(job)
+    parts = [simulate(data, group, policy_factory(), progress)
+             for _, group in sorted(groups.items())]
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        return simulate(data, jobs, policy_factory(), progress)
+    by_id = {r.job_id: r for part in parts for r in part.jobs}
+    return SimulationResult(
+        policy=parts[0].policy,
+        jobs=tuple(by_id[j.id] for j in jobs),
+        spot_used=sum(p.spot_used for p in parts),
+        on_demand_used=sum(p.on_demand_used for p in parts),
+        cost_per_slot=sum(p.cost_per_slot for p in parts),
+        decisions=tuple(sorted((d for p in parts for d in p.decisions), key=lambda d: d[:2])),
+    )

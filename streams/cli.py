@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
-from solver.market import MarketData, build_market_data
+if TYPE_CHECKING:
+    from solver.simulator import SimulationResult
+    from streams.settings import Settings
+
+from solver.job import Job
+from solver.market import MarketData, MarketTicks, build_market_data
 from solver.policies import POLICIES
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
@@ -24,16 +29,42 @@ console = Console(width=None if sys.stdout.isatty() else 120)
 DEFAULT_POLICIES = ("on-demand", "spot-only", "greedy", "uniform-progress")
 
 
-def _market_data(
-    traces: list[Path], slot_seconds: float, seed: int, markets: int, days: float
-) -> tuple[MarketData, str]:
+def _market_ticks(
+    traces: list[Path], seed: int, markets: int, days: float
+) -> tuple[list[MarketTicks], str]:
     if traces:
         from streams.traces import load_traces
 
-        ticks = load_traces(traces)
-        return build_market_data(ticks, slot_seconds), ", ".join(p.name for p in traces)
+        return load_traces(traces), ", ".join(p.name for p in traces)
     spec = SyntheticMarketSpec(seed=seed, n_markets=markets, days=days)
-    return build_market_data(synthetic_ticks(spec), slot_seconds), f"synthetic market (seed {seed})"
+    return synthetic_ticks(spec), f"synthetic market (seed {seed})"
+
+
+def _settings(**overrides: object) -> Settings:
+    """Settings from the environment, with the flags that were given on top."""
+    from streams.settings import Settings
+
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def _publish_replay(
+    broker: str, ticks: list[MarketTicks], jobs: list[Job], speed: float | None,
+    job_partitions: int,
+) -> None:
+    import asyncio
+
+    from rich.progress import Progress
+
+    from streams.kafka_io import publish_replay
+    from streams.replay_events import trace_events
+
+    settings = _settings(bootstrap_servers=broker, job_partitions=job_partitions)
+    total = 2 * sum(len(t.times) for t in ticks) + len(jobs)
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("publishing", total=total)
+        sent = asyncio.run(publish_replay(settings, trace_events(ticks, jobs), speed,
+                                          lambda n: bar.advance(task, n)))
+    console.print(f"published {sent} events ({len(jobs)} jobs) to {settings.bootstrap_servers}")
 
 
 @app.command()
@@ -54,11 +85,23 @@ def replay(
     days: Annotated[float, typer.Option(min=1, help="Synthetic market length in days.")] = 14,
     report: Annotated[Path | None, typer.Option(
         help="Directory for report.json and replay.png.", file_okay=False)] = None,
+    decisions: Annotated[Path | None, typer.Option(
+        help="Write every decision as JSON lines (epoch, job, market, spot, on-demand).",
+        dir_okay=False)] = None,
+    job_partitions: Annotated[int, typer.Option(
+        min=1, help="Scheduler partitions: jobs split as Kafka does, each planned alone.")] = 1,
+    broker: Annotated[str | None, typer.Option(
+        help="Publish the replay to Kafka at host:port instead of simulating in-process.")] = None,
+    speed: Annotated[float | None, typer.Option(
+        min=0.001,
+        help="With --broker: event-time seconds per second (default: flat out).")] = None,
 ) -> None:
-    """Replay a market and a workload through the simulator in-process, no broker needed."""
+    """Replay a market and a workload: in-process through the simulator (no broker needed), or
+    into Kafka with --broker for the workers to schedule."""
     from rich.progress import Progress
 
     from solver.compare import compare_policies
+    from streams.replay_events import partition_for
     from streams.replay_report import summary_table, write_report
 
     trace = trace or []
@@ -68,20 +111,28 @@ def replay(
         raise typer.BadParameter(
             f"{unknown}: expected policies among {', '.join(POLICIES)}", param_hint="--policy")
     try:
-        data, source = _market_data(trace, slot_seconds, seed, markets, days)
+        ticks, source = _market_ticks(trace, seed, markets, days)
+        data = build_market_data(ticks, slot_seconds)
         if jobs is not None:
             from streams.traces.jobs_file import load_jobs
 
             workload = load_jobs(jobs)
         else:
             workload = generate_jobs(data, n_jobs, WorkloadSpec(seed=seed))
+        if broker is not None:
+            _publish_replay(broker, ticks, workload, speed, job_partitions)
+            return
         with Progress(console=console, transient=True) as bar:
-            task = bar.add_task("replaying", total=data.n_slots * len(policy))
+            groups = len({partition_for(j.id, job_partitions) for j in workload}) or 1
+            task = bar.add_task("replaying", total=data.n_slots * len(policy) * groups)
             results, summaries = compare_policies(
-                data, workload, policy, progress=lambda n: bar.advance(task, n))
+                data, workload, policy, progress=lambda n: bar.advance(task, n),
+                partition_of=lambda job_id: partition_for(job_id, job_partitions))
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
+    if decisions is not None:
+        _write_decisions(decisions, data, results)
     title = (f"{len(workload)} jobs on {source}: {len(data.markets)} markets × "
              f"{data.n_slots} slots of {data.slot_seconds:g} s")
     console.print(summary_table(summaries, title))
@@ -91,6 +142,21 @@ def replay(
                   "slot_seconds": slot_seconds}
         json_path, png_path = write_report(report, data, workload, results, summaries, inputs)
         console.print(f"wrote {json_path} and {png_path}")
+
+
+def _write_decisions(path: Path, data: MarketData, results: list[SimulationResult]) -> None:
+    import json
+
+    from streams.pipeline import epoch_index
+
+    with path.open("w") as out:
+        for result in results:
+            for slot, job_id, a in result.decisions:
+                out.write(json.dumps({
+                    "policy": result.policy, "epoch": epoch_index(data.slot_start(slot),
+                                                                 data.slot_seconds),
+                    "job_id": job_id, "market": data.markets[a.market].key,
+                    "spot": a.spot, "on_demand": a.on_demand}) + "\n")
 
 
 @app.command()
@@ -103,6 +169,165 @@ def schema(
 
     for path in write_schemas(out):
         console.print(str(path))
+
+
+Broker = Annotated[str | None, typer.Option(
+    "--bootstrap-servers", help="Kafka host:port[,host:port] (env SPOTSCHED_BOOTSTRAP_SERVERS).")]
+
+
+@app.command()
+def markets(
+    trace: Annotated[list[Path], typer.Option(
+        help="Trace file; repeat for more.", exists=True, dir_okay=False)],
+) -> None:
+    """Print the market catalogue {market key: on-demand USD/h} of traces, for --markets."""
+    from streams.settings import write_catalogue
+    from streams.traces import load_traces
+
+    try:
+        catalogue = [t.market for t in load_traces(trace)]
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    typer.echo(write_catalogue(catalogue), nl=False)
+
+
+@app.command()
+def worker(
+    bootstrap_servers: Broker = None,
+    markets: Annotated[Path | None, typer.Option(
+        help="Market catalogue JSON (env SPOTSCHED_MARKETS_FILE).", exists=True,
+        dir_okay=False)] = None,
+    policy: Annotated[str | None, typer.Option(help="Scheduling policy.")] = None,
+    slot_seconds: Annotated[float | None, typer.Option(help="Slot length Δ in seconds.")] = None,
+    job_partitions: Annotated[int | None, typer.Option(help="Partitions of job events.")] = None,
+    market_partitions: Annotated[int | None, typer.Option(
+        help="Partitions of market ticks.")] = None,
+    app_id: Annotated[str | None, typer.Option(help="Consumer group / app id.")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Local state directory.")] = None,
+    log_level: Annotated[str, typer.Option(help="Log level.")] = "WARNING",
+) -> None:
+    """Run a scheduler worker (Faust) until SIGINT/SIGTERM; start more to scale out."""
+    import asyncio
+
+    import faust
+
+    from streams.app import create_app
+    from streams.topics import ensure_topics
+
+    try:
+        settings = _settings(
+            bootstrap_servers=bootstrap_servers, markets_file=markets, policy=policy,
+            slot_seconds=slot_seconds, job_partitions=job_partitions,
+            market_partitions=market_partitions, app_id=app_id, data_dir=data_dir)
+        asyncio.run(ensure_topics(settings))
+        faust_app = create_app(settings)
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    faust.Worker(faust_app, loglevel=log_level, quiet=True).execute_from_commandline()
+
+
+@app.command()
+def submit(
+    jobs: Annotated[Path, typer.Argument(help="JSON or CSV file of jobs.", exists=True,
+                                         dir_okay=False)],
+    bootstrap_servers: Broker = None,
+) -> None:
+    """Validate jobs against the event contract and publish their submissions."""
+    import asyncio
+    import time
+
+    from streams.events import JobSubmitted
+    from streams.kafka_io import publish_job_events
+    from streams.traces.jobs_file import load_jobs
+
+    try:
+        now = time.time()
+        events = [JobSubmitted.from_job(job, min(now, job.release)) for job in load_jobs(jobs)]
+        count = asyncio.run(publish_job_events(_settings(bootstrap_servers=bootstrap_servers),
+                                               events))
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    console.print(f"published {count} job submissions")
+
+
+@app.command()
+def cancel(
+    job_id: Annotated[str, typer.Argument(help="Job to cancel.")],
+    reason: Annotated[str | None, typer.Option(help="Why.")] = None,
+    bootstrap_servers: Broker = None,
+) -> None:
+    """Publish a job cancellation."""
+    import asyncio
+    import time
+
+    from streams.events import JobCancelled
+    from streams.kafka_io import publish_job_events
+
+    event = JobCancelled(event_time=time.time(), job_id=job_id, reason=reason)
+    asyncio.run(publish_job_events(_settings(bootstrap_servers=bootstrap_servers), [event]))
+    console.print(f"cancelled {job_id}")
+
+
+@app.command()
+def decisions(
+    bootstrap_servers: Broker = None,
+    json_lines: Annotated[bool, typer.Option("--json", help="One JSON event per line.")] = False,
+    follow: Annotated[bool, typer.Option(help="Keep waiting for new decisions.")] = False,
+    group: Annotated[str | None, typer.Option(
+        help="Consumer group: resume where it left off.")] = None,
+) -> None:
+    """Tail provisioning decisions as a table or JSON lines."""
+    import asyncio
+
+    from rich.table import Table
+
+    from streams.events import dump_event
+    from streams.kafka_io import read_decisions
+
+    settings = _settings(bootstrap_servers=bootstrap_servers)
+
+    async def tail() -> None:
+        table = Table("epoch", "slot start", "job", "market", "spot", "on-demand", "USD",
+                      "slack h", "policy", "reason")
+        async for d in read_decisions(settings, group, idle_timeout=None if follow else 3.0):
+            if json_lines:
+                typer.echo(dump_event(d).decode())
+            elif follow:
+                console.print(f"{d.epoch} {d.slot_start:%Y-%m-%d %H:%M} {d.job_id} {d.market} "
+                              f"spot={d.spot} on-demand={d.on_demand} "
+                              f"${d.expected_cost_usd:.2f} {d.reason}")
+            else:
+                table.add_row(str(d.epoch), f"{d.slot_start:%Y-%m-%d %H:%M}", d.job_id,
+                              d.market, str(d.spot), str(d.on_demand),
+                              f"{d.expected_cost_usd:.2f}", f"{d.slack_seconds / 3600:.1f}",
+                              d.policy, d.reason)
+        if not json_lines and not follow:
+            console.print(table)
+
+    asyncio.run(tail())
+
+
+dev = typer.Typer(help="Development helpers.", no_args_is_help=True)
+app.add_typer(dev, name="dev")
+
+
+@dev.command("kafka")
+def dev_kafka(
+    port: Annotated[int, typer.Option(help="Client port.")] = 9092,
+    data_dir: Annotated[Path | None, typer.Option(
+        help="Keep the broker's data here (default: a temporary directory).")] = None,
+) -> None:
+    """Run a single-node Kafka (KRaft) on 127.0.0.1 until Ctrl-C."""
+    from streams.devkafka import DevKafkaError, serve
+
+    try:
+        serve(port, data_dir)
+    except DevKafkaError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from exc
 
 
 def main() -> None:

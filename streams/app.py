@@ -1,0 +1,201 @@
+"""The Faust application: thin agents that decode, call a pipeline stage, and encode.
+
+Each agent keeps one stage per partition it owns. When a worker takes over a partition in the
+middle of its log (a restart, or a rebalance), it first rebuilds the stage by re-reading the
+partition from the beginning up to that point, so no job state is lost; anything re-emitted
+carries the same idempotency key as before.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import faust
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from solver.policies import make_policy
+from streams.events import (
+    AvailabilityTick,
+    DeadLetter,
+    EpochClosed,
+    EventError,
+    JobCancelled,
+    JobFinished,
+    JobProgress,
+    JobSubmitted,
+    MarketBoundary,
+    PriceTick,
+    dump_event,
+    parse_event,
+)
+from streams.pipeline import EpochCoordinator, MarketStage, PartitionScheduler, RejectedEvent
+from streams.replay_events import partition_for
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+Stage = TypeVar("Stage")
+
+TICKS = (PriceTick, AvailabilityTick)
+JOB_EVENTS = (JobSubmitted, JobProgress, JobCancelled, JobFinished, EpochClosed)
+
+
+class PartitionStages:
+    """One stage per partition of a topic, rebuilt from the log when taken over mid-way."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        topic: str,
+        make_stage: Callable[[], Any],
+        accepts: tuple[type, ...],
+    ) -> None:
+        self.settings = settings
+        self.topic = topic
+        self.make_stage = make_stage
+        self.accepts = accepts
+        self._stages: dict[int, Any] = {}
+        self._next_offset: dict[int, int] = {}
+
+    async def stage(self, partition: int, offset: int) -> Any:
+        if self._next_offset.get(partition) != offset:
+            self._stages[partition] = await self._rebuild(partition, offset)
+        self._next_offset[partition] = offset + 1
+        return self._stages[partition]
+
+    async def _rebuild(self, partition: int, until: int) -> Any:
+        stage = self.make_stage()
+        if until <= 0:
+            return stage
+        log.info("rebuilding %s[%d] from offsets 0..%d", self.topic, partition, until - 1)
+        consumer = AIOKafkaConsumer(**self.settings.kafka_options(), enable_auto_commit=False)
+        await consumer.start()
+        try:
+            tp = TopicPartition(self.topic, partition)
+            consumer.assign([tp])
+            await consumer.seek_to_beginning(tp)
+            done = False
+            while not done:
+                batch = await consumer.getmany(tp, timeout_ms=1000)
+                for message in batch.get(tp, []):
+                    if message.offset >= until:
+                        done = True
+                        break
+                    try:
+                        event = parse_event(message.value)
+                        if isinstance(event, self.accepts):
+                            stage.handle(event)
+                    except (EventError, RejectedEvent):
+                        continue  # dead-lettered when it was first seen
+                    if message.offset == until - 1:
+                        done = True
+        finally:
+            await consumer.stop()
+        return stage
+
+
+def create_app(settings: Settings) -> faust.App:
+    """The worker's Faust app over the configured topics and catalogue."""
+    catalogue = settings.catalogue()
+    make_policy(settings.policy)  # fail at start, not at the first epoch
+    app = faust.App(
+        settings.app_id,
+        broker=";".join(f"kafka://{s}" for s in settings.bootstrap_servers.split(",")),
+        broker_credentials=_credentials(settings),
+        value_serializer="raw",
+        key_serializer="raw",
+        topic_partitions=settings.job_partitions,
+        topic_allow_declare=False,
+        topic_disable_leader=True,
+        consumer_auto_offset_reset="earliest",
+        producer_acks=-1,
+        web_enabled=False,
+        datadir=str(settings.data_dir),
+        store="memory://",
+    )
+    topics = settings.topics
+    ticks = app.topic(topics.market_ticks, partitions=settings.market_partitions)
+    boundaries = app.topic(topics.market_boundaries, partitions=1)
+    job_events = app.topic(topics.job_events, partitions=settings.job_partitions)
+    decisions = app.topic(topics.decisions, partitions=settings.job_partitions)
+    dead_letters = app.topic(topics.dead_letters, partitions=1)
+
+    async def publish(topic: faust.TopicT, key: str, value: bytes, partition: int) -> None:
+        delivery = await topic.send(key=key.encode(), value=value, partition=partition)
+        await delivery
+
+    async def dead_letter(event: Any, error: Exception, source: str) -> None:
+        message = event.message
+        letter = DeadLetter.from_raw(
+            bytes(event.value or b""), error, source_topic=source,
+            event_time=message.timestamp / 1000.0 if message.timestamp else 0.0,
+            partition=message.partition, offset=message.offset,
+        )
+        log.warning("dead letter from %s[%d]@%d: %s", source, message.partition,
+                    message.offset, letter.reason)
+        await publish(dead_letters, letter.key, dump_event(letter), 0)
+
+    markets = PartitionStages(settings, topics.market_ticks,
+                              lambda: MarketStage(catalogue, settings.slot_seconds), TICKS)
+    coordinators = PartitionStages(settings, topics.market_boundaries,
+                                   lambda: EpochCoordinator(catalogue, settings.slot_seconds),
+                                   (MarketBoundary,))
+    schedulers = PartitionStages(
+        settings, topics.job_events,
+        lambda: PartitionScheduler(catalogue, settings.slot_seconds,
+                                   lambda: make_policy(settings.policy)),
+        JOB_EVENTS,
+    )
+
+    async def process(stages: PartitionStages, event: Any, accepts: tuple[type, ...]) -> list:
+        message = event.message
+        stage = await stages.stage(message.partition, message.offset)
+        try:
+            decoded = parse_event(bytes(event.value or b""))
+            if not isinstance(decoded, accepts):
+                raise RejectedEvent(
+                    f"type={decoded.type!r}: expected one of "
+                    f"{', '.join(c.model_fields['type'].default for c in accepts)} on "
+                    f"{stages.topic}"
+                )
+            return stage.handle(decoded)
+        except (EventError, RejectedEvent) as exc:
+            await dead_letter(event, exc, stages.topic)
+            return []
+
+    @app.agent(ticks)
+    async def cut_market_slots(stream: faust.StreamT) -> None:
+        async for event in stream.events():
+            for boundary in await process(markets, event, TICKS):
+                await publish(boundaries, boundary.key, dump_event(boundary), 0)
+
+    @app.agent(boundaries)
+    async def close_epochs(stream: faust.StreamT) -> None:
+        async for event in stream.events():
+            for epoch in await process(coordinators, event, (MarketBoundary,)):
+                for partition in range(settings.job_partitions):
+                    await publish(job_events, epoch.key, dump_event(epoch), partition)
+
+    @app.agent(job_events)
+    async def schedule(stream: faust.StreamT) -> None:
+        async for event in stream.events():
+            for decision in await process(schedulers, event, JOB_EVENTS):
+                await publish(decisions, decision.key, dump_event(decision),
+                              partition_for(decision.job_id, settings.job_partitions))
+
+    return app
+
+
+def _credentials(settings: Settings) -> Any:
+    if settings.security_protocol == "PLAINTEXT":
+        return None
+    options = settings.kafka_options()
+    if settings.security_protocol.startswith("SASL"):
+        return faust.SASLCredentials(
+            username=settings.sasl_username,
+            password=str(options["sasl_plain_password"]),
+            mechanism=settings.sasl_mechanism,
+            ssl_context=options.get("ssl_context"),
+        )
+    return faust.SSLCredentials(options["ssl_context"])

@@ -1,0 +1,135 @@
+"""Worker and client settings: one frozen object, read at the entry point and passed down.
+
+Every field can be set by flag or by an environment variable ``SPOTSCHED_<FIELD>`` (nested
+topic names as ``SPOTSCHED_TOPICS__<NAME>``). Secrets are ``SecretStr`` and never printed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from solver.market import Market
+
+
+class Topics(BaseModel):
+    """Topic names; partition counts and retention are documented in the README."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    market_ticks: str = "spotsched.market-ticks"
+    job_events: str = "spotsched.job-events"
+    decisions: str = "spotsched.decisions"
+    forecasts: str = "spotsched.forecasts"
+    dead_letters: str = "spotsched.dead-letters"
+    market_boundaries: str = "spotsched.market-boundaries"
+
+
+class Settings(BaseSettings):
+    """Everything a worker, the replay producer or a client needs to reach Kafka."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="SPOTSCHED_", env_nested_delimiter="__", frozen=True, extra="forbid"
+    )
+
+    bootstrap_servers: str = Field("127.0.0.1:9092", description="host:port[,host:port]")
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_cafile: Path | None = None
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
+    app_id: str = "spotsched"
+    topics: Topics = Topics()
+    market_partitions: int = Field(4, ge=1, description="Partitions of the market-ticks topic")
+    job_partitions: int = Field(
+        1, ge=1,
+        description="Partitions of job-events and decisions; each plans its jobs on its own",
+    )
+    slot_seconds: float = Field(3600.0, gt=0, description="Slot length Δ in seconds")
+    policy: str = "uniform-progress"
+    markets_file: Path | None = Field(
+        None, description="JSON catalogue {market key: on-demand USD/h} the scheduler plans over"
+    )
+    metrics_port: int = Field(0, ge=0, le=65535, description="Port of /metrics; 0 turns it off")
+    web_port: int = Field(6066, ge=1, le=65535, description="Port of the Faust web server")
+    data_dir: Path = Field(Path(".spotsched"), description="Worker's local state directory")
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _servers(cls, value: str) -> str:
+        servers = [s.strip() for s in value.split(",") if s.strip()]
+        if not servers or any(":" not in s for s in servers):
+            raise ValueError(f"{value!r}: expected host:port[,host:port...]")
+        return ",".join(servers)
+
+    def kafka_options(self) -> dict[str, object]:
+        """Connection options for aiokafka clients (secrets revealed only here)."""
+        options: dict[str, object] = {
+            "bootstrap_servers": self.bootstrap_servers,
+            "security_protocol": self.security_protocol,
+        }
+        if self.security_protocol.startswith("SASL"):
+            if self.sasl_mechanism is None or self.sasl_username is None:
+                raise ValueError(
+                    f"security_protocol={self.security_protocol}: expected sasl_mechanism and "
+                    "sasl_username (and sasl_password)"
+                )
+            options["sasl_mechanism"] = self.sasl_mechanism
+            options["sasl_plain_username"] = self.sasl_username
+            options["sasl_plain_password"] = (
+                self.sasl_password.get_secret_value() if self.sasl_password else ""
+            )
+        if self.security_protocol in ("SSL", "SASL_SSL"):
+            import ssl
+
+            context = ssl.create_default_context(
+                cafile=str(self.ssl_cafile) if self.ssl_cafile else None)
+            if self.ssl_certfile:
+                context.load_cert_chain(str(self.ssl_certfile),
+                                        str(self.ssl_keyfile) if self.ssl_keyfile else None)
+            options["ssl_context"] = context
+        return options
+
+    def catalogue(self) -> tuple[Market, ...]:
+        """The markets the scheduler plans over, in the catalogue file's order."""
+        if self.markets_file is None:
+            raise ValueError(
+                "markets_file: expected a JSON catalogue {market key: on-demand USD/h}; write "
+                "one with 'spotsched markets --trace PATH > markets.json'"
+            )
+        return read_catalogue(self.markets_file)
+
+
+def read_catalogue(path: Path) -> tuple[Market, ...]:
+    """Read ``{market key: on-demand price}``; errors name the file, the key and the value."""
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(
+            f"markets_file={str(path)!r}: expected a readable JSON file ({exc})") from exc
+    if not isinstance(document, dict) or not document:
+        raise ValueError(
+            f"markets_file={str(path)!r}: expected a non-empty JSON object of market key to "
+            "on-demand USD/h"
+        )
+    markets = []
+    for key, price in document.items():
+        if not isinstance(price, int | float) or isinstance(price, bool):
+            raise ValueError(
+                f"{path}: market {key!r} on-demand price={price!r}: expected a number"
+            )
+        try:
+            markets.append(Market.parse_key(key, float(price)))
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+    return tuple(markets)
+
+
+def write_catalogue(markets: tuple[Market, ...] | list[Market]) -> str:
+    return json.dumps({m.key: m.on_demand_price for m in markets}, indent=2) + "\n"

@@ -1,0 +1,59 @@
+"""The topics the pipeline uses, with the partition counts and retention it relies on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from streams.settings import Settings
+
+FOREVER = "-1"
+WEEK_MS = str(7 * 24 * 3600 * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    config: dict[str, str] = field(default_factory=dict)
+
+
+def topic_specs(settings: Settings) -> list[TopicSpec]:
+    """Input logs are kept forever: a restarted stage rebuilds its state from them."""
+    t = settings.topics
+    return [
+        TopicSpec(t.market_ticks, settings.market_partitions, {"retention.ms": FOREVER}),
+        TopicSpec(t.job_events, settings.job_partitions, {"retention.ms": FOREVER}),
+        TopicSpec(t.market_boundaries, 1, {"retention.ms": FOREVER}),
+        TopicSpec(t.decisions, settings.job_partitions, {"retention.ms": WEEK_MS}),
+        TopicSpec(t.forecasts, settings.market_partitions, {"cleanup.policy": "compact"}),
+        TopicSpec(t.dead_letters, 1, {"retention.ms": str(4 * int(WEEK_MS))}),
+    ]
+
+
+async def ensure_topics(settings: Settings) -> None:
+    """Create missing topics; fail clearly when one exists with other partition counts."""
+    admin = AIOKafkaAdminClient(**settings.kafka_options())
+    await admin.start()
+    try:
+        specs = topic_specs(settings)
+        existing = set(await admin.list_topics())
+        missing = [s for s in specs if s.name not in existing]
+        if missing:
+            await admin.create_topics([
+                NewTopic(s.name, s.partitions, 1, topic_configs=s.config) for s in missing
+            ])
+        present = [s for s in specs if s.name in existing]
+        if present:
+            described = await admin.describe_topics([s.name for s in present])
+            counts = {d["topic"]: len(d["partitions"]) for d in described}
+            for spec in present:
+                if counts.get(spec.name) != spec.partitions:
+                    raise ValueError(
+                        f"topic {spec.name!r} has {counts.get(spec.name)} partitions: expected "
+                        f"{spec.partitions} (set the partition settings to match, or use new "
+                        "topic names)"
+                    )
+    finally:
+        await admin.close()

@@ -1,0 +1,141 @@
+"""Running real workers against the session broker: fresh topics, worker processes, readers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from solver.market import Market
+from streams.events import DeadLetter, Envelope, ProvisioningDecision
+from streams.kafka_io import read_events
+from streams.pipeline import decision_rows
+from streams.settings import Settings, Topics, write_catalogue
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Pipeline:
+    """One isolated pipeline: its own topics, consumer group and catalogue."""
+
+    bootstrap: str
+    workdir: Path
+    catalogue: tuple[Market, ...]
+    policy: str = "greedy"
+    job_partitions: int = 1
+    market_partitions: int = 2
+    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        tag = uuid.uuid4().hex[:8]
+        self.topics = Topics(**{name: f"{tag}.{name}" for name in Topics.model_fields})
+        self.app_id = f"spotsched-test-{tag}"
+        self.markets_file = self.workdir / "markets.json"
+        self.markets_file.write_text(write_catalogue(list(self.catalogue)))
+
+    @property
+    def settings(self) -> Settings:
+        return Settings(bootstrap_servers=self.bootstrap, topics=self.topics,
+                        job_partitions=self.job_partitions,
+                        market_partitions=self.market_partitions,
+                        markets_file=self.markets_file, policy=self.policy, app_id=self.app_id)
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SPOTSCHED_")}
+        env.update({
+            "SPOTSCHED_BOOTSTRAP_SERVERS": self.bootstrap,
+            "SPOTSCHED_JOB_PARTITIONS": str(self.job_partitions),
+            "SPOTSCHED_MARKET_PARTITIONS": str(self.market_partitions),
+            "PYTHONPATH": str(REPO),
+        })
+        for name in Topics.model_fields:
+            env[f"SPOTSCHED_TOPICS__{name.upper()}"] = getattr(self.topics, name)
+        return env
+
+    def spotsched(self, *args: str, timeout: float = 300) -> str:
+        done = subprocess.run([sys.executable, "-m", "streams", *args], env=self.env(),
+                              cwd=self.workdir, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+        if done.returncode != 0:
+            raise AssertionError(f"spotsched {' '.join(args)} failed:\n{done.stdout}\n"
+                                 f"{done.stderr}")
+        return done.stdout
+
+    def start_worker(self) -> subprocess.Popen[bytes]:
+        n = len(self.workers)
+        log = (self.workdir / f"worker-{n}.log").open("wb")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streams", "worker", "--markets", str(self.markets_file),
+             "--policy", self.policy, "--app-id", self.app_id,
+             "--data-dir", str(self.workdir / f"worker-{n}"), "--log-level", "INFO"],
+            env=self.env(), cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT)
+        self.workers.append(process)
+        return process
+
+    def wait_until_joined(self, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
+        log = self.workdir / f"worker-{self.workers.index(process)}.log"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise AssertionError(f"worker exited early:\n{log.read_text()[-3000:]}")
+            if "Worker ready" in log.read_text(errors="replace"):
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"worker not ready after {timeout} s:\n{log.read_text()[-3000:]}")
+
+    def stop_workers(self) -> None:
+        for process in self.workers:
+            if process.poll() is None:
+                process.terminate()
+        for process in self.workers:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+    def worker_logs(self) -> str:
+        return "\n".join((self.workdir / f"worker-{n}.log").read_text(errors="replace")[-4000:]
+                         for n in range(len(self.workers)))
+
+    def read(self, topic: str, idle: float = 3.0) -> list[Envelope]:
+        async def collect() -> list[Envelope]:
+            return [e async for e in read_events(self.settings, topic, idle_timeout=idle)]
+        return asyncio.run(collect())
+
+    def decisions(self) -> list[ProvisioningDecision]:
+        return [e for e in self.read(self.topics.decisions)
+                if isinstance(e, ProvisioningDecision)]
+
+    def dead_letters(self) -> list[DeadLetter]:
+        return [e for e in self.read(self.topics.dead_letters) if isinstance(e, DeadLetter)]
+
+    def wait_for_rows(self, expected: Iterable[tuple], timeout: float = 180) -> list[tuple]:
+        """Poll the decisions topic until it holds every expected row (or time runs out)."""
+        want = set(expected)
+        deadline = time.monotonic() + timeout
+        rows: list[tuple] = []
+        while time.monotonic() < deadline:
+            rows = decision_rows(self.decisions())
+            if want <= set(rows):
+                return rows
+            for process in self.workers:
+                if process.poll() not in (None, -9, -15, 0):
+                    raise AssertionError(f"a worker died:\n{self.worker_logs()}")
+            time.sleep(1.0)
+        missing = sorted(want - set(rows))[:5]
+        raise AssertionError(f"{len(want - set(rows))} decisions missing, e.g. {missing}\n"
+                             f"{self.worker_logs()}")
+
+
+def rows_from_jsonl(path: Path) -> list[tuple]:
+    import json
+
+    return sorted((d["epoch"], d["job_id"], d["market"], d["spot"], d["on_demand"])
+                  for d in map(json.loads, path.read_text().splitlines()))

@@ -171,6 +171,37 @@ def schema(
         console.print(str(path))
 
 
+@app.command("forecast-report")
+def forecast_report(
+    trace: Annotated[list[Path], typer.Option(
+        help="Trace file; repeat for more.", exists=True, dir_okay=False)],
+    slot_seconds: Annotated[float, typer.Option(min=1, help="Slot length Δ in seconds.")] = 3600,
+    horizon: Annotated[list[int] | None, typer.Option(
+        help="Horizon in slots to report; repeat for more. Default: 1, 6, 12, 24.")] = None,
+    price_model: Annotated[str, typer.Option(help="Price forecaster.")] = "learned-drift",
+    availability_model: Annotated[str, typer.Option(
+        help="Availability forecaster.")] = "markov",
+    json_file: Annotated[Path | None, typer.Option("--json", help="Write the JSON report.",
+                                                   dir_okay=False)] = None,
+    plots: Annotated[Path | None, typer.Option(help="Directory for the plots.",
+                                               file_okay=False)] = None,
+) -> None:
+    """Forecast accuracy of the price and availability models against baselines, per market
+    and horizon, by progressive validation over the traces."""
+    from solver.forecast import DEFAULT_HORIZONS
+    from streams.forecast_report import run_forecast_report
+    from streams.traces import load_traces
+
+    try:
+        data = build_market_data(load_traces(trace), slot_seconds)
+        run_forecast_report(data, horizon or DEFAULT_HORIZONS, json_file, plots, True,
+                            price_model=price_model, availability_model=availability_model,
+                            console=console)
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+
+
 Broker = Annotated[str | None, typer.Option(
     "--bootstrap-servers", help="Kafka host:port[,host:port] (env SPOTSCHED_BOOTSTRAP_SERVERS).")]
 

@@ -19,6 +19,7 @@ from streams.traces.jobs_file import load_jobs
 from streams.traces.plain_csv import load_plain_csv
 from streams.traces.prices import ON_DEMAND_USD_PER_HOUR, on_demand_price
 from streams.traces.skynomad_csv import load_skynomad_csv
+from streams.traces.spotlake_daily import load_spotlake_daily
 
 __all__ = [
     "ON_DEMAND_USD_PER_HOUR",
@@ -29,6 +30,7 @@ __all__ = [
     "load_jobs",
     "load_plain_csv",
     "load_skynomad_csv",
+    "load_spotlake_daily",
     "load_trace",
     "load_traces",
     "on_demand_price",
@@ -39,6 +41,7 @@ SUPPORTED_FORMATS = (
     "AWS spot price history JSON {\"SpotPriceHistory\": [...]}; "
     "SkyNomad CSV timestamp_utc,zone,instance_type,tick,available,spot_price_usd_per_hour; "
     "plain CSV timestamp,market,spot_price,available[,on_demand_price]; "
+    "SpotLake daily CSV cloud,region,instance_type,date,open,high,low,close,avg; "
     "each as .json or .csv, optionally gzipped (.gz)"
 )
 
@@ -63,6 +66,8 @@ def load_trace(path: PathLike, **overrides: Any) -> list[MarketTicks]:
             return load_plain_csv(path, **overrides)
         if "zone" in columns:
             return load_skynomad_csv(path, **overrides)
+        if {"date", "avg"} <= columns:
+            return load_spotlake_daily(path, **overrides)
         raise TraceFormatError(path, "line 1", "header", header, f"one of: {SUPPORTED_FORMATS}")
     raise TraceFormatError(path, None, "file name", Path(path).name, f"one of: {SUPPORTED_FORMATS}")
 

@@ -1,0 +1,76 @@
+"""One market's forecaster: a price model, an availability model and their error tracker."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver.forecast.base import Described, Forecaster, check_horizon, check_price
+from solver.forecast.tracking import ErrorTracker
+
+
+@dataclass(frozen=True)
+class MarketForecast:
+    """What one market is expected to do over the next slots (read-only arrays).
+
+    ``price``: slot-mean spot price, USD per instance-hour; ``availability``: probability that
+    the slot has spot capacity for its whole length. ``NaN`` where nothing is known yet.
+    """
+
+    price: np.ndarray
+    availability: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.price.shape != self.availability.shape:
+            raise ValueError(
+                f"market forecast price shape {self.price.shape} and availability shape "
+                f"{self.availability.shape}: expected the same horizon"
+            )
+        self.price.setflags(write=False)
+        self.availability.setflags(write=False)
+
+
+class MarketForecaster(Described):
+    """Forecasts one market, slot by slot, and tracks its own errors.
+
+    ``price`` learns the slot-mean spot price; ``availability`` learns the indicator of spot
+    capacity (1.0 when the slot's count is > 0, 0.0 when it is 0) and forecasts its probability.
+    After each slot the forecaster forecasts ``window`` slots ahead and ``errors`` scores those
+    forecasts as the true slots arrive. The two models learn in place.
+    """
+
+    def __init__(self, price: Forecaster, availability: Forecaster, window: int = 24) -> None:
+        self.price = price
+        self.availability = availability
+        self.window = window
+        self._errors = ErrorTracker(window)
+
+    @property
+    def errors(self) -> ErrorTracker:
+        """The errors of this forecaster's own forecasts so far."""
+        return self._errors
+
+    def learn_one(self, price: float, availability: float) -> None:
+        """Learn the next slot: its mean spot price and its spot capacity (``NaN`` when
+        unobserved)."""
+        price = check_price(price)
+        count = float(availability)
+        if not (math.isnan(count) or (math.isfinite(count) and count >= 0)):
+            raise ValueError(
+                f"availability={availability!r}: expected a count >= 0, or NaN for an "
+                "unobserved slot"
+            )
+        self._errors.observe(price, count)
+        self.price.learn_one(price)
+        self.availability.learn_one(count if math.isnan(count) else float(count > 0))
+        ahead = self.forecast(self.window)
+        self._errors.record(ahead.price, ahead.availability)
+
+    def forecast(self, horizon: int) -> MarketForecast:
+        """The next ``horizon`` slots."""
+        horizon = check_horizon(horizon)
+        return MarketForecast(
+            self.price.forecast(horizon), self.availability.forecast(horizon)
+        )

@@ -1,0 +1,243 @@
+"""Present forecast accuracy on market data: rich tables, a JSON report and plots.
+
+The configured model and each baseline forecast every market by progressive validation
+(:mod:`solver.forecast.evaluation`); errors are reported per market and horizon.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich import box
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from solver.forecast import (
+    DEFAULT_AVAILABILITY_MODEL,
+    DEFAULT_HORIZONS,
+    DEFAULT_PRICE_MODEL,
+    MarketFactory,
+    SeriesScores,
+    baseline_factories,
+    evaluate_series,
+    forecast_from,
+    market_factory,
+    slot_seasonality,
+)
+from solver.forecast.evaluation import check_horizons, mean_over_markets
+from solver.market import MarketData
+
+MODEL = "model"
+"""The name the configured model is reported under, beside the baselines' names."""
+
+
+def run_forecast_report(
+    markets: MarketData,
+    horizons: Sequence[int] = DEFAULT_HORIZONS,
+    json_path: Path | None = None,
+    plots_dir: Path | None = None,
+    progress: bool = False,
+    *,
+    price_model: str = DEFAULT_PRICE_MODEL,
+    availability_model: str = DEFAULT_AVAILABILITY_MODEL,
+    console: Console | None = None,
+) -> dict[str, Any]:
+    """Evaluate the model and the baselines on every market, print the tables, write the JSON
+    report and plots when asked, and return the report."""
+    horizons = check_horizons(horizons)
+    console = console or Console()
+    factories = {MODEL: market_factory(price_model, availability_model), **baseline_factories()}
+    season = slot_seasonality(markets.origin, markets.slot_seconds)
+    scores: dict[str, dict[str, SeriesScores]] = {name: {} for name in factories}
+    with Progress(console=console, transient=True, disable=not progress) as bar:
+        task = bar.add_task("forecasting", total=len(factories) * len(markets.markets))
+        for name, factory in factories.items():
+            for row, market in enumerate(markets.markets):
+                scores[name][market.key] = evaluate_series(
+                    markets.price[row], markets.availability[row],
+                    factory(season, horizons[-1]), horizons,
+                )
+                bar.advance(task)
+    report = _report(markets, horizons, scores, price_model, availability_model)
+    title = f"{price_model} price, {availability_model} availability"
+    for key in scores[MODEL]:
+        console.print(_table(f"{key} ({title})", {n: s[key] for n, s in scores.items()}))
+    console.print(_table(
+        f"mean over {len(markets.markets)} markets ({title})",
+        {n: _mean_scores(s) for n, s in scores.items()},
+    ))
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(_finite(report), indent=2) + "\n")
+    if plots_dir is not None:
+        plot_report(plots_dir, markets, horizons, scores, factories[MODEL], title)
+    return report
+
+
+def _report(
+    markets: MarketData,
+    horizons: tuple[int, ...],
+    scores: Mapping[str, Mapping[str, SeriesScores]],
+    price_model: str,
+    availability_model: str,
+) -> dict[str, Any]:
+    by_market = {}
+    for key, model in scores[MODEL].items():
+        by_market[key] = {
+            **_fields(model),
+            "price_error": model.price_error,
+            "availability_error": model.availability_error,
+            "baselines": {n: _fields(s[key]) for n, s in scores.items() if n != MODEL},
+        }
+    return {
+        "model": {"price": price_model, "availability": availability_model},
+        "slot_seconds": markets.slot_seconds,
+        "n_slots": markets.n_slots,
+        "horizons": list(horizons),
+        "markets": by_market,
+        "mean": {n: _fields(_mean_scores(s)) for n, s in scores.items()},
+    }
+
+
+def _fields(scores: SeriesScores) -> dict[str, dict[str, float]]:
+    return {
+        field: {str(h): v for h, v in getattr(scores, field).items()}
+        for field in ("price_mape", "price_mae", "availability_brier")
+    }
+
+
+def _mean_scores(scores: Mapping[str, SeriesScores]) -> SeriesScores:
+    return SeriesScores(
+        price_mae=mean_over_markets(scores, "price_mae"),
+        price_mape=mean_over_markets(scores, "price_mape"),
+        availability_brier=mean_over_markets(scores, "availability_brier"),
+        price_error=math.nan,
+        availability_error=math.nan,
+    )
+
+
+def _finite(value: Any) -> Any:
+    """The report with NaN as ``null``, so that the file is strict JSON."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _table(title: str, scores: Mapping[str, SeriesScores]) -> Table:
+    first = next(iter(scores.values()))
+    horizons = list(first.price_mape)
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("forecaster", no_wrap=True)
+    for h in horizons:
+        table.add_column(f"MAPE%\nh{h}", justify="right", no_wrap=True, min_width=5)
+    for h in horizons:
+        table.add_column(f"Brier\nh{h}", justify="right", no_wrap=True, min_width=5)
+    for name, s in scores.items():
+        table.add_row(
+            name,
+            *(_number(s.price_mape[h], 3) for h in horizons),
+            *(_number(s.availability_brier[h], 3) for h in horizons),
+        )
+    return table
+
+
+def _number(value: float, digits: int) -> str:
+    return "-" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+def plot_report(
+    directory: Path,
+    markets: MarketData,
+    horizons: tuple[int, ...],
+    scores: Mapping[str, Mapping[str, SeriesScores]],
+    model_factory: MarketFactory,
+    title: str,
+) -> list[Path]:
+    """Write ``price_mape.png`` and ``availability_brier.png`` (error against horizon, model and
+    baselines, per market) and ``forecast_example.png`` (the model's forecast from the slot
+    ``max(horizons)`` before the end, against the truth)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    directory.mkdir(parents=True, exist_ok=True)
+    keys = list(scores[MODEL])
+    written = []
+    for field, label in (("price_mape", "price MAPE (%)"),
+                         ("availability_brier", "availability Brier score")):
+        fig, axes = _grid(plt, len(keys))
+        for ax, key in zip(axes, keys, strict=False):
+            for name, by_market in scores.items():
+                values = getattr(by_market[key], field)
+                ax.plot(list(values), list(values.values()), marker="o",
+                        linewidth=2.5 if name == MODEL else 1.2, label=name)
+            ax.set_title(key, fontsize=9)
+            ax.set_xlabel("horizon (slots)")
+            ax.set_ylabel(label)
+        axes[0].legend(fontsize=8)
+        fig.suptitle(f"{label} by horizon ({title})")
+        written.append(_save(plt, fig, directory / f"{field}.png"))
+    if markets.n_slots > 1:
+        written.append(
+            _plot_example(plt, directory, markets, horizons[-1], model_factory, title)
+        )
+    return written
+
+
+def _plot_example(
+    plt: Any, directory: Path, markets: MarketData, horizon: int, model_factory: MarketFactory,
+    title: str,
+) -> Path:
+    season = slot_seasonality(markets.origin, markets.slot_seconds)
+    slot = max(0, markets.n_slots - 1 - horizon)
+    ahead = min(horizon, markets.n_slots - 1 - slot)
+    past = np.arange(max(0, slot - 3 * horizon), slot + 1)
+    future = np.arange(slot + 1, slot + 1 + ahead)
+    fig, axes = plt.subplots(len(markets.markets), 2, figsize=(12, 2.6 * len(markets.markets)),
+                             squeeze=False)
+    for row, market in enumerate(markets.markets):
+        price, availability = markets.price[row], markets.availability[row]
+        forecast = forecast_from(price, availability, model_factory(season, horizon), slot,
+                                 ahead)
+        left, right = axes[row]
+        left.plot(past, price[past], color="black", label="observed")
+        left.plot(future, price[future], color="black", linestyle=":", label="truth")
+        left.plot(future, forecast.price, color="tab:blue", label="forecast")
+        left.set_title(f"{market.key}: price", fontsize=9)
+        right.step(future, (availability[future] > 0).astype(float), where="mid",
+                   color="black", linestyle=":", label="capacity (truth)")
+        right.plot(future, forecast.availability, color="tab:green", label="P(capacity)")
+        right.set_ylim(-0.05, 1.05)
+        right.set_title(f"{market.key}: availability", fontsize=9)
+    axes[0][0].legend(fontsize=8)
+    axes[0][1].legend(fontsize=8)
+    fig.suptitle(f"forecast from slot {slot} vs truth ({title})")
+    return _save(plt, fig, directory / "forecast_example.png")
+
+
+def _grid(plt: Any, n: int) -> tuple[Any, list[Any]]:
+    columns = min(3, n)
+    rows = math.ceil(n / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4.5 * columns, 3.2 * rows), squeeze=False)
+    flat = list(axes.flat)
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,109 @@
+"""The command line, run in-process (no broker)."""
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
+from streams.cli import app
+
+runner = CliRunner()
+
+
+def run(*args: str) -> str:
+    result = runner.invoke(app, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture(scope="module")
+def plain_csv(tmp_path_factory):
+    """A plain-CSV trace of two synthetic markets, 12 days of 15-minute ticks."""
+    path = tmp_path_factory.mktemp("trace") / "market.csv"
+    lines = ["timestamp,market,spot_price,available,on_demand_price"]
+    ticks = synthetic_ticks(SyntheticMarketSpec(seed=9, n_markets=2, days=12, tick_seconds=900))
+    for series in ticks:
+        for t, p, a in zip(series.times, series.prices, series.available, strict=True):
+            lines.append(f"{int(t)},{series.market.key},{p},{a},{series.market.on_demand_price}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_replay_prints_one_row_per_policy_with_on_demand_as_reference():
+    out = run("replay", "--n-jobs", "6")
+    for policy in ("on-demand", "spot-only", "greedy", "uniform-progress"):
+        assert policy in out
+    on_demand_row = next(line for line in out.splitlines() if "│ on-demand " in line)
+    assert "1.000" in on_demand_row
+
+
+def test_replay_report_and_decisions(tmp_path, plain_csv):
+    report, decisions = tmp_path / "report", tmp_path / "decisions.jsonl"
+    run("replay", "--trace", str(plain_csv), "--n-jobs", "5", "--policy", "greedy",
+        "--policy", "on-demand", "--report", str(report), "--decisions", str(decisions))
+    document = json.loads((report / "report.json").read_text())
+    assert set(document["policies"]) == {"greedy", "on-demand"}
+    assert document["jobs"] == 5 and len(document["markets"]) == 2
+    greedy = document["policies"]["greedy"]["summary"]
+    assert greedy["total_cost"] == pytest.approx(
+        sum(j["cost"] for j in document["policies"]["greedy"]["jobs"]))
+    assert (report / "replay.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = [json.loads(line) for line in decisions.read_text().splitlines()]
+    assert {r["policy"] for r in rows} == {"greedy", "on-demand"}
+    assert all(r["spot"] == 0 for r in rows if r["policy"] == "on-demand")
+
+
+def test_replay_is_reproducible_for_a_seed_and_varies_with_it(tmp_path):
+    outputs = []
+    for seed in ("1", "1", "2"):
+        path = tmp_path / f"d{len(outputs)}.jsonl"
+        run("replay", "--n-jobs", "4", "--seed", seed, "--policy", "greedy",
+            "--decisions", str(path))
+        outputs.append(path.read_text())
+    assert outputs[0] == outputs[1] != outputs[2]
+
+
+def test_replay_with_a_workload_file(tmp_path, plain_csv):
+    start = int(np.ceil(synthetic_ticks(SyntheticMarketSpec(seed=9, n_markets=1, days=1))[0]
+                        .times[0] / 3600) * 3600)
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text(json.dumps([{
+        "id": "fine-tune-1", "workload": 6.0, "release": start + 7200,
+        "soft_deadline": start + 7200 + 12 * 3600, "hard_deadline": start + 7200 + 16 * 3600,
+        "n_min": 1, "n_max": 2, "value": 100.0, "restart_overhead": 300.0}]))
+    out = run("replay", "--trace", str(plain_csv), "--jobs", str(jobs))
+    assert "1 jobs" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--policy", "magic"], "expected policies among"),
+        (["--days", "2"], "too short for a job"),
+    ],
+)
+def test_replay_rejects_bad_input_clearly(args, message):
+    result = runner.invoke(app, ["replay", *args])
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split())
+
+
+def test_markets_and_schema_commands(tmp_path, plain_csv):
+    catalogue = json.loads(run("markets", "--trace", str(plain_csv)))
+    assert list(catalogue.values()) == [3.06, 3.06] and all(k.count("/") == 3 for k in catalogue)
+    run("schema", "--out", str(tmp_path / "schemas"))
+    names = {p.name for p in (tmp_path / "schemas").iterdir()}
+    assert {"price_tick.schema.json", "provisioning_decision.schema.json"} <= names
+
+
+def test_forecast_report_command_writes_its_json(tmp_path, plain_csv):
+    out = tmp_path / "forecast.json"
+    run("forecast-report", "--trace", str(plain_csv), "--horizon", "1", "--horizon", "6",
+        "--json", str(out))
+    report = json.loads(out.read_text())
+    assert len(report["markets"]) == 2
+    for scores in report["markets"].values():
+        assert set(scores["price_mape"]) == {"1", "6"}
+        assert "persistence" in scores["baselines"]

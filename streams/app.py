@@ -120,6 +120,7 @@ def create_app(settings: Settings) -> faust.App:
     job_events = app.topic(topics.job_events, partitions=settings.job_partitions)
     decisions = app.topic(topics.decisions, partitions=settings.job_partitions)
     dead_letters = app.topic(topics.dead_letters, partitions=1)
+    forecasts = app.topic(topics.forecasts, partitions=settings.market_partitions)
 
     async def publish(topic: faust.TopicT, key: str, value: bytes, partition: int) -> None:
         delivery = await topic.send(key=key.encode(), value=value, partition=partition)
@@ -167,8 +168,12 @@ def create_app(settings: Settings) -> faust.App:
     @app.agent(ticks)
     async def cut_market_slots(stream: faust.StreamT) -> None:
         async for event in stream.events():
-            for boundary in await process(markets, event, TICKS):
-                await publish(boundaries, boundary.key, dump_event(boundary), 0)
+            for out in await process(markets, event, TICKS):
+                if isinstance(out, MarketBoundary):
+                    await publish(boundaries, out.key, dump_event(out), 0)
+                else:
+                    await publish(forecasts, out.key, dump_event(out),
+                                  partition_for(out.key, settings.market_partitions))
 
     @app.agent(boundaries)
     async def close_epochs(stream: faust.StreamT) -> None:

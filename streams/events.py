@@ -384,6 +384,22 @@ class MarketBoundary(Envelope):
     availability_now: Count
 
 
+class MarketForecast(Envelope):
+    """A market's forecast made at boundary ``event_time`` for the next slots, with the
+    forecaster's running errors (``null`` where nothing is known yet)."""
+
+    key_field: ClassVar[str] = "market"
+
+    type: Literal["market_forecast"] = "market_forecast"
+    market: MarketKey
+    slot_seconds: Positive
+    price: tuple[NonNegative | None, ...] = Field(description="Slot-mean spot USD/h ahead")
+    availability: tuple[Annotated[StrictFloat, Field(ge=0, le=1)] | None, ...] = Field(
+        description="Probability of spot capacity in each slot ahead")
+    price_error: NonNegative | None = Field(None, description="Running price MAPE, percent")
+    availability_error: NonNegative | None = Field(None, description="Running Brier score")
+
+
 class EpochClosed(Envelope):
     """Internal: every market passed boundary ``event_time``; carries, in catalogue order, the
     closed slot's values (absent at the first epoch) and the values in force at the boundary."""
@@ -480,6 +496,7 @@ Event = Annotated[
     | ProvisioningDecision
     | DeadLetter
     | MarketBoundary
+    | MarketForecast
     | EpochClosed,
     Field(discriminator="type"),
 ]
@@ -497,6 +514,7 @@ EVENT_TYPES: dict[str, type[Envelope]] = {
         ProvisioningDecision,
         DeadLetter,
         MarketBoundary,
+        MarketForecast,
         EpochClosed,
     )
 }

@@ -21,6 +21,7 @@ import numpy as np
 
 from solver.engine import Engine
 from solver.explain import explain
+from solver.forecast import MarketFactory, MarketForecaster, market_factory, slot_seasonality
 from solver.job import Allocation
 from solver.market import Market
 from solver.policy import Policy
@@ -34,6 +35,7 @@ from streams.events import (
     JobProgress,
     JobSubmitted,
     MarketBoundary,
+    MarketForecast,
     PriceTick,
     ProvisioningDecision,
 )
@@ -53,14 +55,27 @@ def epoch_index(boundary: float, slot_seconds: float) -> int:
 
 
 class MarketStage:
-    """Slot cutters for the catalogue markets whose ticks reach this stage."""
+    """Slot cutters and forecasters for the catalogue markets whose ticks reach this stage.
 
-    def __init__(self, catalogue: Sequence[Market], slot_seconds: float) -> None:
+    Each boundary a market passes yields a :class:`MarketBoundary`; each closed slot the
+    market's ticks covered is learnt by its forecaster, which then forecasts ``horizon`` slots.
+    """
+
+    def __init__(
+        self,
+        catalogue: Sequence[Market],
+        slot_seconds: float,
+        forecaster: MarketFactory | None = None,
+        horizon: int = 24,
+    ) -> None:
         self.catalogue = {m.key: m for m in catalogue}
         self.slot_seconds = slot_seconds
+        self.forecaster = forecaster or market_factory()
+        self.horizon = horizon
         self._cutters: dict[str, SlotCutter] = {}
+        self._forecasters: dict[str, MarketForecaster] = {}
 
-    def handle(self, tick: PriceTick | AvailabilityTick) -> list[MarketBoundary]:
+    def handle(self, tick: PriceTick | AvailabilityTick) -> list[MarketBoundary | MarketForecast]:
         if tick.market not in self.catalogue:
             raise RejectedEvent(
                 f"market={tick.market!r}: expected a market of the catalogue "
@@ -75,18 +90,43 @@ class MarketStage:
                 closes = cutter.update(time, available=tick.available)
         except LateTickError as exc:
             raise RejectedEvent(f"late tick for market {tick.market!r}: {exc}") from exc
-        return [
-            MarketBoundary(
-                event_time=utc(c.boundary),
+        out: list[MarketBoundary | MarketForecast] = []
+        for close in closes:
+            out.append(MarketBoundary(
+                event_time=utc(close.boundary),
                 market=tick.market,
                 slot_seconds=self.slot_seconds,
-                price=c.price,
-                availability=c.availability,
-                price_now=c.price_now,
-                availability_now=c.availability_now,
-            )
-            for c in closes
-        ]
+                price=close.price,
+                availability=close.availability,
+                price_now=close.price_now,
+                availability_now=close.availability_now,
+            ))
+            if close.price is not None and close.availability is not None:
+                out.append(self._forecast(tick.market, close.boundary, close.price,
+                                          close.availability))
+        return out
+
+    def _forecast(self, market: str, boundary: float, price: float,
+                  availability: int) -> MarketForecast:
+        forecaster = self._forecasters.get(market)
+        if forecaster is None:
+            season = slot_seasonality(boundary - self.slot_seconds, self.slot_seconds)
+            forecaster = self._forecasters[market] = self.forecaster(season, self.horizon)
+        forecaster.learn_one(price, float(availability))
+        ahead = forecaster.forecast(self.horizon)
+        return MarketForecast(
+            event_time=utc(boundary),
+            market=market,
+            slot_seconds=self.slot_seconds,
+            price=tuple(_known_or_none(v) for v in ahead.price),
+            availability=tuple(_known_or_none(v) for v in ahead.availability),
+            price_error=_known_or_none(forecaster.errors.price_error),
+            availability_error=_known_or_none(forecaster.errors.availability_error),
+        )
+
+
+def _known_or_none(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)
 
 
 class EpochCoordinator:

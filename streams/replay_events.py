@@ -20,6 +20,7 @@ from streams.events import (
     AvailabilityTick,
     EpochClosed,
     JobSubmitted,
+    MarketBoundary,
     PriceTick,
     ProvisioningDecision,
 )
@@ -78,5 +79,6 @@ def run_in_memory(
             schedulers[partition_for(event.job_id, partitions)].handle(event)
         else:
             for boundary in markets.handle(event):
-                close(coordinator.handle(boundary))
+                if isinstance(boundary, MarketBoundary):
+                    close(coordinator.handle(boundary))
     return decisions

@@ -18,6 +18,7 @@ from streams.events import (
     JobProgress,
     JobSubmitted,
     MarketBoundary,
+    MarketForecast,
     PriceTick,
     ProvisioningDecision,
 )
@@ -134,6 +135,18 @@ market_boundaries = st.builds(
 )
 
 
+market_forecasts = st.builds(
+    MarketForecast,
+    event_time=times,
+    market=market_keys,
+    slot_seconds=positives,
+    price=st.lists(st.none() | amounts, max_size=6).map(tuple),
+    availability=st.lists(st.none() | st.floats(0, 1), max_size=6).map(tuple),
+    price_error=st.none() | amounts,
+    availability_error=st.none() | amounts,
+)
+
+
 @st.composite
 def epochs(draw: st.DrawFn) -> EpochClosed:
     n = draw(st.integers(1, 4))
@@ -160,6 +173,7 @@ BY_TYPE: dict[str, st.SearchStrategy[Envelope]] = {
     "provisioning_decision": decisions,
     "dead_letter": dead_letters,
     "market_boundary": market_boundaries,
+    "market_forecast": market_forecasts,
     "epoch_closed": epochs(),
 }
 events = st.one_of(*BY_TYPE.values())

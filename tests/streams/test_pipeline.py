@@ -5,7 +5,14 @@ from solver.policies import make_policy
 from solver.simulator import simulate
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.events import AvailabilityTick, JobCancelled, JobSubmitted, PriceTick
+from streams.events import (
+    AvailabilityTick,
+    JobCancelled,
+    JobSubmitted,
+    MarketBoundary,
+    MarketForecast,
+    PriceTick,
+)
 from streams.pipeline import (
     EpochCoordinator,
     MarketStage,
@@ -80,7 +87,8 @@ def test_unknown_markets_late_ticks_and_past_deadlines_are_rejected(market):
     events = trace_events(ticks, [])
     markets = MarketStage(data.markets, SLOT)
     for event in events:
-        epochs = [e for b in markets.handle(event) for e in coordinator.handle(b)]
+        epochs = [e for b in markets.handle(event) if isinstance(b, MarketBoundary)
+                  for e in coordinator.handle(b)]
         for epoch in epochs:
             scheduler.handle(epoch)
         if scheduler.last_epoch is not None and scheduler.last_epoch > epoch_index(
@@ -98,3 +106,16 @@ def test_unknown_markets_late_ticks_and_past_deadlines_are_rejected(market):
 
 def _fields(job):
     return {f: getattr(job, f) for f in job.__slots__}
+
+
+def test_market_stage_forecasts_every_covered_slot(market):
+    ticks, data, _ = market
+    stage = MarketStage(data.markets, SLOT, horizon=6)
+    forecasts = [out for event in trace_events(ticks, []) for out in stage.handle(event)
+                 if isinstance(out, MarketForecast)]
+    per_market = {m.key: [f for f in forecasts if f.market == m.key] for m in data.markets}
+    assert all(len(f) >= data.n_slots for f in per_market.values())
+    last = forecasts[-1]
+    assert len(last.price) == 6 and all(p is not None and p > 0 for p in last.price)
+    assert all(a is not None and 0 <= a <= 1 for a in last.availability)
+    assert last.price_error is not None and last.price_error < 20

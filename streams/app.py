@@ -8,12 +8,15 @@ carries the same idempotency key as before.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import faust
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from prometheus_client import CollectorRegistry
 
 from solver.policies import make_policy
 from streams.events import (
@@ -30,6 +33,7 @@ from streams.events import (
     dump_event,
     parse_event,
 )
+from streams.metrics import PipelineMetrics
 from streams.pipeline import EpochCoordinator, MarketStage, PartitionScheduler, RejectedEvent
 from streams.replay_events import partition_for
 from streams.settings import Settings
@@ -38,6 +42,9 @@ log = logging.getLogger(__name__)
 Stage = TypeVar("Stage")
 
 TICKS = (PriceTick, AvailabilityTick)
+BATCH = 500
+"""Events taken from a stream at once; their outputs are delivered before the next batch."""
+BATCH_WAIT_SECONDS = 0.05
 JOB_EVENTS = (JobSubmitted, JobProgress, JobCancelled, JobFinished, EpochClosed)
 
 
@@ -62,6 +69,10 @@ class PartitionStages:
         if self._next_offset.get(partition) != offset:
             self._stages[partition] = await self._rebuild(partition, offset)
         self._next_offset[partition] = offset + 1
+        return self._stages[partition]
+
+    def current(self, partition: int) -> Any:
+        """The stage of a partition already taken over with :meth:`stage`."""
         return self._stages[partition]
 
     async def _rebuild(self, partition: int, until: int) -> Any:
@@ -95,8 +106,9 @@ class PartitionStages:
         return stage
 
 
-def create_app(settings: Settings) -> faust.App:
-    """The worker's Faust app over the configured topics and catalogue."""
+def create_app(settings: Settings, registry: CollectorRegistry | None = None) -> faust.App:
+    """The worker's Faust app over the configured topics and catalogue; its metrics go to
+    ``registry`` (a private one when not given)."""
     catalogue = settings.catalogue()
     make_policy(settings.policy)  # fail at start, not at the first epoch
     app = faust.App(
@@ -111,6 +123,9 @@ def create_app(settings: Settings) -> faust.App:
         consumer_auto_offset_reset="earliest",
         producer_acks=-1,
         web_enabled=False,
+        broker_max_poll_records=2000,
+        consumer_max_fetch_size=4 * 1024 * 1024,
+        stream_buffer_maxsize=16384,
         datadir=str(settings.data_dir),
         store="memory://",
     )
@@ -121,10 +136,14 @@ def create_app(settings: Settings) -> faust.App:
     decisions = app.topic(topics.decisions, partitions=settings.job_partitions)
     dead_letters = app.topic(topics.dead_letters, partitions=1)
     forecasts = app.topic(topics.forecasts, partitions=settings.market_partitions)
+    metrics = PipelineMetrics(
+        registry or CollectorRegistry(), markets=[m.key for m in catalogue],
+        topics=(topics.market_ticks, topics.market_boundaries, topics.job_events),
+        slot_seconds=settings.slot_seconds, started=time.time())
 
-    async def publish(topic: faust.TopicT, key: str, value: bytes, partition: int) -> None:
-        delivery = await topic.send(key=key.encode(), value=value, partition=partition)
-        await delivery
+    async def send(topic: faust.TopicT, key: str, value: bytes, partition: int) -> Any:
+        """Hand a message to the producer; returns its delivery, to await per batch."""
+        return await topic.send(key=key.encode(), value=value, partition=partition)
 
     async def dead_letter(event: Any, error: Exception, source: str) -> None:
         message = event.message
@@ -135,7 +154,8 @@ def create_app(settings: Settings) -> faust.App:
         )
         log.warning("dead letter from %s[%d]@%d: %s", source, message.partition,
                     message.offset, letter.reason)
-        await publish(dead_letters, letter.key, dump_event(letter), 0)
+        metrics.dead_lettered(source, error)
+        await (await send(dead_letters, letter.key, dump_event(letter), 0))
 
     markets = PartitionStages(settings, topics.market_ticks,
                               lambda: MarketStage(catalogue, settings.slot_seconds), TICKS)
@@ -145,12 +165,13 @@ def create_app(settings: Settings) -> faust.App:
     schedulers = PartitionStages(
         settings, topics.job_events,
         lambda: PartitionScheduler(catalogue, settings.slot_seconds,
-                                   lambda: make_policy(settings.policy)),
+                                   lambda: metrics.timed(make_policy(settings.policy))),
         JOB_EVENTS,
     )
 
     async def process(stages: PartitionStages, event: Any, accepts: tuple[type, ...]) -> list:
         message = event.message
+        metrics.consumed(stages.topic)
         stage = await stages.stage(message.partition, message.offset)
         try:
             decoded = parse_event(bytes(event.value or b""))
@@ -160,34 +181,54 @@ def create_app(settings: Settings) -> faust.App:
                     f"{', '.join(c.model_fields['type'].default for c in accepts)} on "
                     f"{stages.topic}"
                 )
-            return stage.handle(decoded)
+            outputs = stage.handle(decoded)
+            metrics.accepted(decoded)
+            return outputs
         except (EventError, RejectedEvent) as exc:
             await dead_letter(event, exc, stages.topic)
             return []
 
     @app.agent(ticks)
     async def cut_market_slots(stream: faust.StreamT) -> None:
-        async for event in stream.events():
-            for out in await process(markets, event, TICKS):
-                if isinstance(out, MarketBoundary):
-                    await publish(boundaries, out.key, dump_event(out), 0)
-                else:
-                    await publish(forecasts, out.key, dump_event(out),
-                                  partition_for(out.key, settings.market_partitions))
+        async for batch in stream.take_events(BATCH, within=BATCH_WAIT_SECONDS):
+            deliveries = []
+            for event in batch:
+                for out in await process(markets, event, TICKS):
+                    if isinstance(out, MarketBoundary):
+                        metrics.market_boundary(out)
+                        deliveries.append(await send(boundaries, out.key, dump_event(out), 0))
+                    else:
+                        metrics.market_forecast(out)
+                        deliveries.append(await send(
+                            forecasts, out.key, dump_event(out),
+                            partition_for(out.key, settings.market_partitions)))
+            await asyncio.gather(*deliveries)
 
     @app.agent(boundaries)
     async def close_epochs(stream: faust.StreamT) -> None:
-        async for event in stream.events():
-            for epoch in await process(coordinators, event, (MarketBoundary,)):
-                for partition in range(settings.job_partitions):
-                    await publish(job_events, epoch.key, dump_event(epoch), partition)
+        async for batch in stream.take_events(BATCH, within=BATCH_WAIT_SECONDS):
+            deliveries = []
+            for event in batch:
+                for epoch in await process(coordinators, event, (MarketBoundary,)):
+                    metrics.epoch_closed(epoch, time.time())
+                    for partition in range(settings.job_partitions):
+                        deliveries.append(
+                            await send(job_events, epoch.key, dump_event(epoch), partition))
+            await asyncio.gather(*deliveries)
 
     @app.agent(job_events)
     async def schedule(stream: faust.StreamT) -> None:
-        async for event in stream.events():
-            for decision in await process(schedulers, event, JOB_EVENTS):
-                await publish(decisions, decision.key, dump_event(decision),
-                              partition_for(decision.job_id, settings.job_partitions))
+        async for batch in stream.take_events(BATCH, within=BATCH_WAIT_SECONDS):
+            deliveries = []
+            for event in batch:
+                made = await process(schedulers, event, JOB_EVENTS)
+                for decision in made:
+                    deliveries.append(await send(
+                        decisions, decision.key, dump_event(decision),
+                        partition_for(decision.job_id, settings.job_partitions)))
+                if made:
+                    metrics.scheduled(schedulers.current(event.message.partition).engine, made)
+            await asyncio.gather(*deliveries)
 
     return app
 

@@ -236,12 +236,15 @@ def worker(
         help="Partitions of market ticks.")] = None,
     app_id: Annotated[str | None, typer.Option(help="Consumer group / app id.")] = None,
     data_dir: Annotated[Path | None, typer.Option(help="Local state directory.")] = None,
+    metrics_port: Annotated[int | None, typer.Option(
+        help="Port of Prometheus /metrics; 0 = off (env SPOTSCHED_METRICS_PORT).")] = None,
     log_level: Annotated[str, typer.Option(help="Log level.")] = "WARNING",
 ) -> None:
     """Run a scheduler worker (Faust) until SIGINT/SIGTERM; start more to scale out."""
     import asyncio
 
     import faust
+    from prometheus_client import CollectorRegistry, start_http_server
 
     from streams.app import create_app
     from streams.topics import ensure_topics
@@ -250,10 +253,14 @@ def worker(
         settings = _settings(
             bootstrap_servers=bootstrap_servers, markets_file=markets, policy=policy,
             slot_seconds=slot_seconds, job_partitions=job_partitions,
-            market_partitions=market_partitions, app_id=app_id, data_dir=data_dir)
+            market_partitions=market_partitions, app_id=app_id, data_dir=data_dir,
+            metrics_port=metrics_port)
         asyncio.run(ensure_topics(settings))
-        faust_app = create_app(settings)
-    except ValueError as exc:
+        registry = CollectorRegistry()
+        faust_app = create_app(settings, registry)
+        if settings.metrics_port:
+            start_http_server(settings.metrics_port, registry=registry)
+    except (ValueError, OSError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
     faust.Worker(faust_app, loglevel=log_level, quiet=True).execute_from_commandline()

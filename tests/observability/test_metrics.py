@@ -1,0 +1,207 @@
+"""The worker's metrics: pure figures, and the registry fed by the in-memory pipeline stages."""
+
+from __future__ import annotations
+
+import doctest
+import math
+
+import numpy as np
+import pytest
+from prometheus_client import CollectorRegistry
+
+import streams.metrics
+from solver.engine import JobState
+from solver.explain import explain
+from solver.job import Allocation, Job
+from solver.market import Market, build_market_data
+from solver.policies import make_policy
+from solver.policy import JobView, Observation
+from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
+from streams.events import EventError, JobCancelled, JobSubmitted, MarketBoundary
+from streams.metrics import (
+    PipelineMetrics,
+    deadline_risk,
+    epoch_lag,
+    job_figures,
+    job_outcome,
+    projected_completion,
+    reason_kind,
+)
+from streams.pipeline import EpochCoordinator, MarketStage, PartitionScheduler, RejectedEvent
+from streams.replay_events import trace_events
+
+H = 3600.0
+
+
+def make_job(**fields) -> Job:
+    base = {"id": "j", "workload": 10.0, "release": 0.0, "soft_deadline": 10 * H,
+            "hard_deadline": 20 * H, "n_min": 1, "n_max": 2}
+    return Job(**{**base, **fields})
+
+
+def test_the_docstring_examples_hold():
+    assert doctest.testmod(streams.metrics).failed == 0
+
+
+@pytest.mark.parametrize(("now", "on_demand", "expected"), [
+    (0.0, 0, 0.25),          # 5 h needed of 20 h left, on spot or idle
+    (0.0, 1, 0.0),           # one on-demand instance alone finishes (10 h <= 20 h)
+    (12 * H, 1, 5 / 8),      # one on-demand needs 10 h of 8 h left: spot still needed
+    (15 * H, 2, 1.0),        # 5 h needed, 5 h left: nothing to spare
+    (19 * H, 0, 1.0),        # cannot finish even on on-demand at n_max
+    (25 * H, 2, 1.0),        # past the hard deadline
+])
+def test_deadline_risk(now, on_demand, expected):
+    assert deadline_risk(make_job(), 10.0, now, on_demand) == pytest.approx(expected)
+
+
+def test_deadline_risk_counts_the_restart_overhead():
+    job = make_job(restart_overhead=H)
+    assert deadline_risk(job, 10.0, 0.0, 0) == pytest.approx(6 / 20)
+    assert deadline_risk(job, 10.0, 14 * H, 0) == 1.0
+
+
+def test_projected_completion_runs_on_or_waits_for_the_next_boundary():
+    job = make_job(restart_overhead=600.0)
+    assert projected_completion(job, 4.0, 100.0, 2, 600.0, H) == 100.0 + 600.0 + 2 * H
+    assert projected_completion(job, 4.0, 100.0, 1, 0.0, H) == 100.0 + 4 * H
+    assert projected_completion(job, 4.0, 100.0, 0, 0.0, H) == 100.0 + H + 600.0 + 2 * H
+
+
+def test_job_figures_pay_the_overhead_only_when_the_allocation_changes():
+    job = make_job(restart_overhead=900.0)
+    state = JobState(job=job, remaining=4.0, pending_overhead=300.0, held=Allocation(0, 1, 0),
+                     cost=12.5)
+    same = job_figures(state, Allocation(0, 1, 0), 2 * H, H)
+    moved = job_figures(state, Allocation(1, 1, 0), 2 * H, H)
+    assert same.projected_completion == 2 * H + 300.0 + 4 * H
+    assert moved.projected_completion == 2 * H + 900.0 + 4 * H
+    assert same.cost_usd == 12.5 and same.remaining_work == 4.0
+    assert same.deadline_risk == pytest.approx((900.0 + 2 * H) / (18 * H))
+
+
+def test_job_figures_slack_is_the_decisions_slack():
+    job = make_job(restart_overhead=450.0)
+    market = Market.parse_key("aws/r/z/t", 3.0)
+    obs = Observation(slot=3, time=3 * H, slot_seconds=H, markets=(market,),
+                      price_history=np.zeros((1, 3)), availability_history=np.zeros((1, 3)),
+                      price_now=np.array([1.0]), availability_now=np.array([2]),
+                      jobs=(JobView(job, 7.0, 0.0, None),))
+    allocation = Allocation(0, 1, 1)
+    expected = explain(obs, obs.jobs[0], allocation).slack_seconds
+    state = JobState(job=job, remaining=7.0)
+    assert job_figures(state, allocation, 3 * H, H).slack_seconds == pytest.approx(expected)
+
+
+def test_job_outcomes():
+    job = make_job()
+    assert job_outcome(JobState(job, 1.0, finished=True, cancelled=True)) == "cancelled"
+    assert job_outcome(JobState(job, 0.0, completion=19 * H, finished=True)) == "finished"
+    assert job_outcome(JobState(job, 0.0, completion=21 * H, finished=True)) == "deadline_missed"
+    assert job_outcome(JobState(job, 3.0, finished=True)) == "deadline_missed"
+
+
+def test_reason_kinds_and_epoch_lag():
+    assert reason_kind(EventError("not JSON")) == "invalid"
+    assert reason_kind(RejectedEvent("late tick")) == "rejected"
+    assert epoch_lag(7300.0, 3600.0) == 3700.0
+    assert epoch_lag(3000.0, 3600.0) == 0.0
+
+
+@pytest.fixture(scope="module")
+def market():
+    ticks = synthetic_ticks(SyntheticMarketSpec(seed=4, n_markets=2, days=3))
+    return ticks, build_market_data(ticks, H)
+
+
+def test_the_registry_follows_the_pipeline(market):
+    """Stages driven as the agents drive them; every figure read back from the registry."""
+    ticks, data = market
+    start, end = data.origin, data.slot_start(data.n_slots)
+    jobs = [
+        make_job(id="doomed", workload=500.0, release=start, soft_deadline=end + 10 * H,
+                 hard_deadline=end + 20 * H),
+        make_job(id="quick", workload=3.0, release=start, soft_deadline=start + 10 * H,
+                 hard_deadline=start + 20 * H),
+        make_job(id="dropped", workload=30.0, release=start, soft_deadline=end,
+                 hard_deadline=end),
+    ]
+    registry = CollectorRegistry()
+    keys = [m.key for m in data.markets]
+    metrics = PipelineMetrics(registry, markets=keys, topics=("ticks",), slot_seconds=H,
+                              started=123.0)
+
+    def value(name: str, **labels: str) -> float | None:
+        return registry.get_sample_value(name, labels)
+
+    assert math.isnan(value("spotsched_market_spot_price_usd_per_hour", market=keys[0]))
+    assert value("spotsched_last_epoch_closed_timestamp_seconds") == 123.0
+    assert value("spotsched_dead_letters_total", topic="ticks", reason_kind="invalid") == 0.0
+    stage = MarketStage(data.markets, H)
+    coordinator = EpochCoordinator(data.markets, H)
+    scheduler = PartitionScheduler(data.markets, H, lambda: metrics.timed(make_policy("greedy")))
+    epochs = 0
+    for event in trace_events(ticks, jobs):
+        metrics.consumed("ticks")
+        if isinstance(event, JobSubmitted):
+            scheduler.handle(event)
+            continue
+        outputs = stage.handle(event)
+        metrics.accepted(event)
+        for out in outputs:
+            if not isinstance(out, MarketBoundary):
+                metrics.market_forecast(out)
+                continue
+            metrics.market_boundary(out)
+            for epoch in coordinator.handle(out):
+                epochs += 1
+                metrics.epoch_closed(epoch, 1000.0 + epochs)
+                if epochs == 12:
+                    scheduler.handle(JobCancelled(event_time=epoch.event_time,
+                                                  job_id="dropped"))
+                decisions = scheduler.handle(epoch)
+                metrics.scheduled(scheduler.engine, decisions)
+                for d in decisions:
+                    if value("spotsched_job_slack_seconds", job_id=d.job_id) is not None:
+                        assert value("spotsched_job_slack_seconds", job_id=d.job_id) == \
+                            pytest.approx(d.slack_seconds)
+    doomed = scheduler.engine.job_state("doomed")
+    assert value("spotsched_job_deadline_risk_ratio", job_id="doomed") == 1.0
+    assert value("spotsched_job_slack_seconds", job_id="doomed") < 0
+    assert value("spotsched_job_remaining_work_units", job_id="doomed") == doomed.remaining
+    assert value("spotsched_job_cost_usd", job_id="doomed") == pytest.approx(doomed.cost)
+    assert doomed.cost > 0
+    assert value("spotsched_job_projected_completion_timestamp_seconds",
+                 job_id="doomed") > doomed.job.hard_deadline
+    for gone in ("quick", "dropped"):
+        assert value("spotsched_job_deadline_risk_ratio", job_id=gone) is None
+    assert value("spotsched_jobs_active") == 1.0
+    assert value("spotsched_jobs_ended_total", outcome="finished") == 1.0
+    assert value("spotsched_jobs_ended_total", outcome="cancelled") == 1.0
+    assert value("spotsched_jobs_ended_total", outcome="deadline_missed") == 0.0
+    assert value("spotsched_solve_seconds_count") == epochs
+    assert value("spotsched_decisions_emitted_total") >= epochs
+    assert value("spotsched_events_consumed_total", topic="ticks") > epochs
+    assert value("spotsched_last_epoch_closed_timestamp_seconds") == 1000.0 + epochs
+    assert 0.0 <= value("spotsched_epoch_lag_seconds") < 2 * H
+    assert value("spotsched_slot_seconds") == H
+    last = ticks[0]
+    assert value("spotsched_market_spot_price_usd_per_hour", market=keys[0]) in \
+        last.prices.tolist()
+    assert value("spotsched_market_spot_available_instances", market=keys[0]) >= 0
+    assert value("spotsched_market_price_forecast_error_ratio", market=keys[0]) < 1
+    assert 0 <= value("spotsched_market_availability_forecast_brier_score", market=keys[0]) <= 1
+
+
+def test_dead_letters_count_by_topic_and_kind():
+    registry = CollectorRegistry()
+    metrics = PipelineMetrics(registry, markets=[], topics=("a", "b"), slot_seconds=H,
+                              started=0.0)
+    metrics.dead_lettered("a", EventError("bad"))
+    metrics.dead_lettered("a", RejectedEvent("late"))
+    metrics.dead_lettered("a", RejectedEvent("late"))
+    counts = {(s.labels["topic"], s.labels["reason_kind"]): s.value
+              for family in registry.collect() if family.name == "spotsched_dead_letters"
+              for s in family.samples if s.name.endswith("_total")}
+    assert counts == {("a", "invalid"): 1.0, ("a", "rejected"): 2.0,
+                      ("b", "invalid"): 0.0, ("b", "rejected"): 0.0}

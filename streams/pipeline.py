@@ -221,8 +221,9 @@ class PartitionScheduler:
                 engine.cancel_job(event.job_id)
             elif isinstance(event, JobFinished):
                 engine.finish_job(event.job_id, event.event_time.timestamp())
-            else:
+            elif event.event_time.timestamp() >= engine.slot_start:
                 engine.report_progress(event.job_id, event.work_done, event.remaining_work)
+            # else: a report from before the engine's current slot is already superseded
         except ValueError as exc:
             raise RejectedEvent(str(exc)) from exc
         return []

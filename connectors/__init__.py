@@ -1,1 +1,7 @@
-"""Workers that act on provisioning decisions."""
+"""Workers that act on provisioning decisions.
+
+:mod:`connectors.base` is the interface, :mod:`connectors.runtime` the Kafka worker that
+drives any connector; :mod:`connectors.log`, :mod:`connectors.sim` (over
+:mod:`connectors.simcloud`) and :mod:`connectors.aws` are the connectors, and
+:mod:`connectors.memory` is an in-memory one for tests. ``docs/connectors.md`` says more.
+"""

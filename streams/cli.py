@@ -348,6 +348,67 @@ def decisions(
     asyncio.run(tail())
 
 
+@app.command()
+def connector(
+    name: Annotated[str, typer.Argument(help="Connector to run: log, sim or aws.")],
+    bootstrap_servers: Broker = None,
+    data_dir: Annotated[Path | None, typer.Option(
+        help="Directory of the connector's durable records.")] = None,
+    group: Annotated[str | None, typer.Option(
+        help="Consumer group (default: APP_ID-connector-NAME).")] = None,
+    metrics_port: Annotated[int | None, typer.Option(
+        help="Port of Prometheus /metrics; 0 = off (env SPOTSCHED_METRICS_PORT).")] = None,
+    json_lines: Annotated[bool, typer.Option(
+        "--json", help="log: one JSON event per line.")] = False,
+    trace: Annotated[list[Path] | None, typer.Option(
+        help="sim: trace file; repeat for more. Default: the synthetic market.",
+        exists=True, dir_okay=False)] = None,
+    seed: Annotated[int, typer.Option(help="sim: seed of the synthetic market.")] = 0,
+    markets: Annotated[int, typer.Option(min=1, max=8, help="sim: synthetic markets.")] = 4,
+    days: Annotated[float, typer.Option(min=1, help="sim: synthetic market days.")] = 14,
+    slot_seconds: Annotated[float | None, typer.Option(
+        help="sim: slot length Δ in seconds.")] = None,
+    availability_reports: Annotated[bool, typer.Option(
+        help="sim: also report lost spot as availability ticks (off: the market ticks "
+        "already carry the trace's availability).")] = False,
+    image_id: Annotated[list[str] | None, typer.Option(
+        help="aws: AMI for every region, or REGION=AMI; repeatable.")] = None,
+    launch_template: Annotated[str | None, typer.Option(
+        help="aws: launch template name, present in each region.")] = None,
+    region: Annotated[list[str] | None, typer.Option(
+        help="aws: region to reconcile; repeatable. Default: the AWS regions of the "
+        "catalogue in SPOTSCHED_MARKETS_FILE.")] = None,
+    endpoint_url: Annotated[str | None, typer.Option(
+        help="aws: EC2 endpoint, e.g. a local moto server.")] = None,
+    spot_max_price: Annotated[float | None, typer.Option(
+        help="aws: highest spot price in USD/h (default: the on-demand price).")] = None,
+    log_level: Annotated[str, typer.Option(help="Log level.")] = "INFO",
+    kill_after_apply: Annotated[int, typer.Option(hidden=True)] = 0,
+) -> None:
+    """Run a connector on the provisioning decisions until SIGINT/SIGTERM."""
+    import logging
+
+    from connectors.worker import ConnectorWorker, WorkerOptions, parse_image_ids
+
+    logging.basicConfig(level=log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = _settings(bootstrap_servers=bootstrap_servers, data_dir=data_dir,
+                             metrics_port=metrics_port, slot_seconds=slot_seconds)
+        options = WorkerOptions(
+            name=name, group=group, log_json=json_lines, sim_traces=tuple(trace or ()),
+            sim_market=SyntheticMarketSpec(seed=seed, n_markets=markets, days=days),
+            sim_availability_reports=availability_reports,
+            aws_image_ids=parse_image_ids(image_id or []), aws_launch_template=launch_template,
+            aws_regions=tuple(region or ()), aws_endpoint_url=endpoint_url,
+            aws_spot_max_price=spot_max_price, kill_after_apply=kill_after_apply)
+        worker = ConnectorWorker(settings, options)
+    except (ValueError, OSError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    worker.run()
+
+
 dev = typer.Typer(help="Development helpers.", no_args_is_help=True)
 app.add_typer(dev, name="dev")
 

@@ -1,0 +1,72 @@
+"""An in-memory connector for tests: it holds each job's desired state and counts changes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from connectors.base import Applied
+from streams.events import ProvisioningDecision
+
+
+@dataclass(frozen=True, slots=True)
+class Holding:
+    """What one job holds: ``spot`` and ``on_demand`` instances in ``market``."""
+
+    market: str
+    spot: int
+    on_demand: int
+
+    @classmethod
+    def of(cls, decision: ProvisioningDecision) -> Holding | None:
+        """The decision's desired holding; ``None`` for zero instances."""
+        if decision.spot + decision.on_demand == 0:
+            return None
+        return cls(decision.market, decision.spot, decision.on_demand)
+
+
+def changes(before: Holding | None, after: Holding | None) -> tuple[int, int]:
+    """``(launched, terminated)`` instance counts that turn ``before`` into ``after``."""
+    launched = terminated = 0
+    for kind in ("spot", "on_demand"):
+        have = getattr(before, kind) if before is not None else 0
+        want = getattr(after, kind) if after is not None else 0
+        if before is not None and after is not None and before.market != after.market:
+            launched, terminated = launched + want, terminated + have
+        else:
+            launched, terminated = launched + max(0, want - have), terminated + max(0, have - want)
+    return launched, terminated
+
+
+class MemoryConnector:
+    """Applies decisions to a dict of holdings and keeps every decision it was given.
+
+    ``failures`` maps an idempotency key to exceptions raised, one per attempt, before the
+    decision applies: a script for retry and dead-letter tests.
+    """
+
+    name = "memory"
+
+    def __init__(self, failures: Mapping[str, Iterable[Exception]] | None = None) -> None:
+        self.decisions: list[ProvisioningDecision] = []
+        self.holdings: dict[str, Holding] = {}
+        self.launched = 0
+        self.terminated = 0
+        self.closed = False
+        self._failures = {key: list(errors) for key, errors in (failures or {}).items()}
+
+    async def apply(self, decision: ProvisioningDecision) -> Applied:
+        pending = self._failures.get(decision.idempotency_key)
+        if pending:
+            raise pending.pop(0)
+        self.decisions.append(decision)
+        after = Holding.of(decision)
+        launched, terminated = changes(self.holdings.pop(decision.job_id, None), after)
+        if after is not None:
+            self.holdings[decision.job_id] = after
+        self.launched += launched
+        self.terminated += terminated
+        return Applied(launched=launched, terminated=terminated)
+
+    async def close(self) -> None:
+        self.closed = True

@@ -1,0 +1,44 @@
+"""Prometheus metrics of one connector worker, registered on a registry passed in."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+FailureKind = Literal["invalid", "permanent", "exhausted"]
+"""Why a decision was dead-lettered: not a decision at all, a permanent error, or a
+transient error that outlived its retries."""
+
+FAILURE_KINDS: tuple[FailureKind, ...] = ("invalid", "permanent", "exhausted")
+
+
+class ConnectorMetrics:
+    """Counters and the apply-time histogram, labelled by connector name."""
+
+    def __init__(self, registry: CollectorRegistry, connector: str) -> None:
+        labels = ("connector",)
+        self.applied = Counter(
+            "spotsched_connector_decisions_applied_total",
+            "Decisions applied and recorded.", labels, registry=registry,
+        ).labels(connector)
+        failed = Counter(
+            "spotsched_connector_decisions_failed_total",
+            "Messages dead-lettered instead of applied, by kind of failure.",
+            (*labels, "kind"), registry=registry,
+        )
+        self.failed = {kind: failed.labels(connector, kind) for kind in FAILURE_KINDS}
+        self.retries = Counter(
+            "spotsched_connector_retries_total",
+            "Retries of decisions after transient errors.", labels, registry=registry,
+        ).labels(connector)
+        self.duplicates = Counter(
+            "spotsched_connector_duplicates_skipped_total",
+            "Decisions skipped because their idempotency key was already applied.",
+            labels, registry=registry,
+        ).labels(connector)
+        self.apply_seconds = Histogram(
+            "spotsched_connector_apply_seconds",
+            "Time to apply one decision (each attempt).", labels, registry=registry,
+            buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0),
+        ).labels(connector)

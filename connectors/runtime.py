@@ -1,0 +1,222 @@
+"""The connector worker: decisions from Kafka, applied once each, offsets committed after.
+
+For each message of the decisions topic, in partition order:
+
+1. decode it; a message that is not a provisioning decision is dead-lettered;
+2. skip it if its idempotency key is in the :class:`~connectors.store.AppliedKeys` record;
+3. apply it, retrying :class:`~connectors.base.TransientError` with exponential backoff up
+   to ``max_attempts`` and dead-lettering a :class:`~connectors.base.PermanentError` (or a
+   transient one that outlived its retries);
+4. publish the observations the connector reported (acknowledged by every replica);
+5. record the key durably, then commit the offset.
+
+A crash before 5 applies the decision again after the restart (connectors are idempotent);
+a crash between recording and committing skips it. Any other exception stops the worker
+without committing. ``stop`` lets the decision in hand finish, commits it and returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
+
+from connectors.base import Applied, Connector, Observation, PermanentError, TransientError
+from connectors.metrics import ConnectorMetrics, FailureKind
+from connectors.store import AppliedKeys
+from streams.events import (
+    AvailabilityTick,
+    DeadLetter,
+    EventError,
+    ProvisioningDecision,
+    dump_event,
+    parse_event,
+)
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+
+CrashHook = Callable[[str, ProvisioningDecision], None]
+"""Test hook called at the steps ``"applied"`` (before the key is recorded) and
+``"recorded"`` (before the offset is committed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeOptions:
+    """How the worker consumes and retries."""
+
+    group_id: str
+    max_attempts: int = 5
+    backoff_seconds: float = 0.5
+    backoff_max_seconds: float = 30.0
+    poll_seconds: float = 0.5
+    crash_hook: CrashHook | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts={self.max_attempts}: expected at least 1")
+        if not 0 <= self.backoff_seconds <= self.backoff_max_seconds:
+            raise ValueError(
+                f"backoff_seconds={self.backoff_seconds}: expected between 0 and "
+                f"backoff_max_seconds={self.backoff_max_seconds}"
+            )
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt ``attempt`` (1-based)."""
+        return min(self.backoff_seconds * 2 ** (attempt - 1), self.backoff_max_seconds)
+
+
+class ConnectorRuntime:
+    """One connector behind a consumer group on the decisions topic."""
+
+    def __init__(
+        self,
+        connector: Connector,
+        settings: Settings,
+        options: RuntimeOptions,
+        applied_keys: AppliedKeys,
+        metrics: ConnectorMetrics,
+    ) -> None:
+        self.connector = connector
+        self.settings = settings
+        self.options = options
+        self.applied_keys = applied_keys
+        self.metrics = metrics
+        self._producer: AIOKafkaProducer | None = None
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Consume until ``stop`` is set; the decision in hand is finished and committed."""
+        topic = self.settings.topics.decisions
+        kafka = self.settings.kafka_options()
+        consumer = AIOKafkaConsumer(topic, **kafka, group_id=self.options.group_id,
+                                    enable_auto_commit=False, auto_offset_reset="earliest")
+        producer = AIOKafkaProducer(**kafka, acks="all", enable_idempotence=True)
+        await producer.start()
+        self._producer = producer
+        try:
+            await consumer.start()
+            try:
+                await self._consume(consumer, stop)
+            finally:
+                await consumer.stop()
+        finally:
+            self._producer = None
+            await producer.stop()
+
+    async def _consume(self, consumer: AIOKafkaConsumer, stop: asyncio.Event) -> None:
+        log.info("connector %s consuming %s as group %s", self.connector.name,
+                 self.settings.topics.decisions, self.options.group_id)
+        while not stop.is_set():
+            batch = await consumer.getmany(timeout_ms=int(self.options.poll_seconds * 1000))
+            for partition, messages in batch.items():
+                for message in messages:
+                    if stop.is_set():
+                        return  # the rest of the batch is fetched again after a restart
+                    try:
+                        await self._handle(message, stop)
+                    except _Stopped:
+                        return
+                    await consumer.commit({partition: message.offset + 1})
+
+    async def _handle(self, message: ConsumerRecord, stop: asyncio.Event) -> None:
+        """Apply, skip or dead-letter one message."""
+        try:
+            decision = parse_event(message.value or b"")
+            if not isinstance(decision, ProvisioningDecision):
+                raise EventError(
+                    f"type={decision.type!r}: expected 'provisioning_decision' on "
+                    f"{message.topic}"
+                )
+        except EventError as exc:
+            await self._dead_letter(message, exc, "invalid")
+            return
+        key = decision.idempotency_key
+        if key in self.applied_keys:
+            self.metrics.duplicates.inc()
+            log.debug("decision %s already applied: skipped", key)
+            return
+        try:
+            applied = await self._apply(decision, stop)
+        except TransientError as exc:
+            await self._dead_letter(message, exc, "exhausted")
+            return
+        except PermanentError as exc:
+            await self._dead_letter(message, exc, "permanent")
+            return
+        self._step("applied", decision)
+        await self._publish(applied.events)
+        self.applied_keys.record(key)
+        self._step("recorded", decision)
+        self.metrics.applied.inc()
+        _log_applied(decision, applied)
+
+    async def _apply(self, decision: ProvisioningDecision, stop: asyncio.Event) -> Applied:
+        """Apply with retries; the last TransientError says how many attempts were made."""
+        attempt = 0
+        while True:
+            attempt += 1
+            started = time.perf_counter()
+            try:
+                return await self.connector.apply(decision)
+            except TransientError as exc:
+                if attempt == self.options.max_attempts:
+                    raise TransientError(f"gave up after {attempt} attempts: {exc}") from exc
+                delay = self.options.backoff(attempt)
+                log.warning("decision %s attempt %d failed (%s); retrying in %.1f s",
+                            decision.idempotency_key, attempt, exc, delay)
+            finally:
+                self.metrics.apply_seconds.observe(time.perf_counter() - started)
+            self.metrics.retries.inc()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+                raise _Stopped
+
+    def _step(self, step: str, decision: ProvisioningDecision) -> None:
+        if self.options.crash_hook is not None:
+            self.options.crash_hook(step, decision)
+
+    async def _publish(self, events: Iterable[Observation]) -> None:
+        """Send observations keyed as the pipeline expects; wait for every acknowledgement."""
+        topics = self.settings.topics
+        sent = []
+        for event in events:
+            topic = (topics.market_ticks if isinstance(event, AvailabilityTick)
+                     else topics.job_events)
+            sent.append(await self._require_producer().send(
+                topic, dump_event(event), key=event.key.encode()))
+        await asyncio.gather(*sent)
+
+    async def _dead_letter(self, message: ConsumerRecord, error: Exception,
+                           kind: FailureKind) -> None:
+        letter = DeadLetter.from_raw(
+            bytes(message.value or b""), error, source_topic=message.topic,
+            event_time=message.timestamp / 1000.0 if message.timestamp else time.time(),
+            partition=message.partition, offset=message.offset,
+        )
+        log.warning("dead letter (%s) from %s[%d]@%d: %s", kind, message.topic,
+                    message.partition, message.offset, letter.reason)
+        await self._require_producer().send_and_wait(
+            self.settings.topics.dead_letters, dump_event(letter), key=letter.key.encode(),
+            partition=0)
+        self.metrics.failed[kind].inc()
+
+    def _require_producer(self) -> AIOKafkaProducer:
+        if self._producer is None:
+            raise RuntimeError("the runtime publishes only while run() is running")
+        return self._producer
+
+
+class _Stopped(Exception):
+    """``stop`` was set while a decision waited to be retried: it is left uncommitted."""
+
+
+def _log_applied(decision: ProvisioningDecision, applied: Applied) -> None:
+    log.info("applied %s (%s spot=%d on-demand=%d): launched %d, terminated %d, refused %d, "
+             "preempted %d%s", decision.idempotency_key, decision.market, decision.spot,
+             decision.on_demand, applied.launched, applied.terminated, applied.refused,
+             applied.preempted, "".join(f"; {d}" for d in applied.details))

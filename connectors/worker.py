@@ -1,0 +1,159 @@
+"""One connector as a worker process: built from options, /metrics served, stopped by
+SIGINT or SIGTERM after the decision in hand."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import signal
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, start_http_server
+
+from connectors.base import Connector
+from connectors.job_events import JobEventsReader
+from connectors.log import LogConnector
+from connectors.metrics import ConnectorMetrics
+from connectors.runtime import ConnectorRuntime, CrashHook, RuntimeOptions
+from connectors.sim import SimConnector, synthetic_cloud, trace_cloud
+from connectors.store import AppliedKeys, Journal
+from solver.synthetic import SyntheticMarketSpec
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+
+CONNECTORS = ("log", "sim", "aws")
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """The connector to run and its options (each prefixed by the connector it belongs to).
+
+    ``kill_after_apply`` is a test hook: the process kills itself (SIGKILL) right after
+    applying its N-th decision, before recording or committing it; 0 turns it off.
+    """
+
+    name: str
+    group: str | None = None
+    log_json: bool = False
+    sim_traces: tuple[Path, ...] = ()
+    sim_market: SyntheticMarketSpec = field(default_factory=SyntheticMarketSpec)
+    sim_availability_reports: bool = False
+    aws_image_ids: Mapping[str, str] = field(default_factory=dict)
+    aws_launch_template: str | None = None
+    aws_regions: tuple[str, ...] = ()
+    aws_endpoint_url: str | None = None
+    aws_spot_max_price: float | None = None
+    kill_after_apply: int = 0
+
+    def __post_init__(self) -> None:
+        if self.name not in CONNECTORS:
+            raise ValueError(f"connector={self.name!r}: expected one of {', '.join(CONNECTORS)}")
+
+    def group_id(self, settings: Settings) -> str:
+        return self.group or f"{settings.app_id}-connector-{self.name}"
+
+
+def build_connector(settings: Settings, options: WorkerOptions) -> Connector:
+    """The named connector; its durable files go to the settings' data directory."""
+    if options.name == "log":
+        return LogConnector(sys.stdout, options.log_json)
+    if options.name == "sim":
+        reports = options.sim_availability_reports
+        cloud = (trace_cloud(options.sim_traces, settings.slot_seconds, reports)
+                 if options.sim_traces
+                 else synthetic_cloud(options.sim_market, settings.slot_seconds, reports))
+        journal = Journal(_state_file(settings, options, "journal"))
+        return SimConnector(cloud, JobEventsReader(settings), journal)
+    from connectors.aws import AwsConnector, AwsOptions
+
+    regions = options.aws_regions
+    if not regions and settings.markets_file is not None:
+        regions = tuple(sorted({m.region for m in settings.catalogue() if m.cloud == "aws"}))
+    log.info("aws connector: regions %s, endpoint %s", ", ".join(regions) or "(per decision)",
+             options.aws_endpoint_url or "(default)")
+    return AwsConnector(AwsOptions(
+        image_ids=options.aws_image_ids, launch_template=options.aws_launch_template,
+        regions=regions, endpoint_url=options.aws_endpoint_url,
+        spot_max_price=options.aws_spot_max_price))
+
+
+class ConnectorWorker:
+    """A connector, its record of applied decisions and its metrics, ready to run.
+
+    Building it checks the options (``ValueError``) and opens the data directory
+    (``OSError``); :meth:`run` then serves until SIGINT or SIGTERM.
+    """
+
+    def __init__(self, settings: Settings, options: WorkerOptions,
+                 registry: CollectorRegistry | None = None) -> None:
+        self.settings = settings
+        self.options = options
+        self.registry = registry or CollectorRegistry()
+        self.connector = build_connector(settings, options)
+        self.applied_keys = AppliedKeys(_state_file(settings, options, "applied"))
+
+    async def serve(self, stop: asyncio.Event) -> None:
+        """Run on the decisions topic until ``stop`` is set; then close everything."""
+        options = self.options
+        runtime_options = RuntimeOptions(
+            group_id=options.group_id(self.settings),
+            crash_hook=_kill_after(options.kill_after_apply) if options.kill_after_apply
+            else None,
+        )
+        runtime = ConnectorRuntime(self.connector, self.settings, runtime_options,
+                                   self.applied_keys, ConnectorMetrics(self.registry, options.name))
+        try:
+            await runtime.run(stop)
+        finally:
+            await self.connector.close()
+            self.applied_keys.close()
+
+    def run(self) -> None:
+        """Serve until SIGINT or SIGTERM, with /metrics on the settings' port unless 0."""
+        if self.settings.metrics_port:
+            start_http_server(self.settings.metrics_port, registry=self.registry)
+
+        async def main() -> None:
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signum, stop.set)
+            await self.serve(stop)
+
+        asyncio.run(main())
+        log.info("connector %s stopped", self.options.name)
+
+
+def _state_file(settings: Settings, options: WorkerOptions, kind: str) -> Path:
+    group = re.sub(r"[^A-Za-z0-9._-]+", "_", options.group_id(settings))
+    return settings.data_dir / f"{group}.{kind}.sqlite3"
+
+
+def _kill_after(applies: int) -> CrashHook:
+    seen = 0
+
+    def hook(step: str, _decision: object) -> None:
+        nonlocal seen
+        if step == "applied":
+            seen += 1
+            if seen == applies:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    return hook
+
+
+def parse_image_ids(values: list[str]) -> dict[str, str]:
+    """``["ami-1", "us-west-2=ami-2"]`` as ``{"*": "ami-1", "us-west-2": "ami-2"}``."""
+    images: dict[str, str] = {}
+    for value in values:
+        region, _, ami = value.rpartition("=")
+        if not ami or (region == "" and "=" in value):
+            raise ValueError(f"image id {value!r}: expected AMI or REGION=AMI")
+        images[region or "*"] = ami
+    return images

@@ -1,0 +1,128 @@
+"""Decisions, replayed workloads and Kafka plumbing shared by the connector tests."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from connectors.memory import Holding
+from solver.job import Job
+from solver.market import MarketData, MarketTicks, build_market_data
+from solver.policies import make_policy
+from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
+from solver.workload import WorkloadSpec, generate_jobs
+from streams.events import Envelope, ProvisioningDecision, dump_event, parse_event
+from streams.replay_events import run_in_memory, trace_events
+from streams.settings import Settings
+
+SLOT = 3600.0
+MARKET = "aws/us-east-1/us-east-1a/p3.2xlarge"
+OTHER_MARKET = "aws/us-west-2/us-west-2a/p3.2xlarge"
+
+
+def decision(job_id: str = "job-1", epoch: int = 480000, market: str = MARKET, spot: int = 0,
+             on_demand: int = 0, revision: int = 0, reason: str | None = None,
+             slot_seconds: float = SLOT) -> ProvisioningDecision:
+    """A decision for slot ``epoch`` (slots since the Unix epoch)."""
+    if reason is None:
+        reason = f"run {spot} spot + {on_demand} on-demand" if spot + on_demand else "idle"
+    start = epoch * slot_seconds
+    return ProvisioningDecision(
+        event_time=start, job_id=job_id, epoch=epoch, slot_start=start,
+        slot_seconds=slot_seconds, market=market, spot=spot, on_demand=on_demand,
+        revision=revision, policy="test", expected_cost_usd=0.0, slack_seconds=3600.0,
+        reason=reason)
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A synthetic market, a workload and the decisions the pipeline makes for them."""
+
+    ticks: list[MarketTicks]
+    data: MarketData
+    jobs: list[Job]
+    decisions: list[ProvisioningDecision]
+
+
+def replay(seed: int = 2, n_markets: int = 3, days: float = 3, n_jobs: int = 6,
+           policy: str = "greedy", workload_range: tuple[float, float] = (4.0, 24.0)) -> Replay:
+    ticks = synthetic_ticks(SyntheticMarketSpec(seed=seed, n_markets=n_markets, days=days))
+    data = build_market_data(ticks, SLOT)
+    jobs = generate_jobs(data, n_jobs, WorkloadSpec(seed=seed, workload_range=workload_range))
+    decisions = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT,
+                              lambda: make_policy(policy))
+    return Replay(ticks, data, jobs, decisions)
+
+
+def final_holdings(decisions: Iterable[ProvisioningDecision]) -> dict[str, Holding]:
+    """What every job should hold once all ``decisions`` are applied in order."""
+    held: dict[str, Holding] = {}
+    for d in decisions:
+        holding = Holding.of(d)
+        if holding is None:
+            held.pop(d.job_id, None)
+        else:
+            held[d.job_id] = holding
+    return held
+
+
+async def publish(settings: Settings, topic: str, messages: Iterable[Envelope | bytes]) -> int:
+    """Send events (keyed like the pipeline) or raw bytes to ``topic``, in order."""
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap_servers, acks="all")
+    await producer.start()
+    count = 0
+    try:
+        for message in messages:
+            if isinstance(message, bytes):
+                await producer.send_and_wait(topic, message, key=b"raw")
+            else:
+                await producer.send_and_wait(topic, dump_event(message),
+                                             key=message.key.encode())
+            count += 1
+    finally:
+        await producer.stop()
+    return count
+
+
+async def read_all(settings: Settings, topic: str) -> list[Envelope]:
+    """Every event on ``topic`` now, in partition order."""
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=settings.bootstrap_servers,
+                                group_id=None, enable_auto_commit=False,
+                                auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        await wait_until(lambda: bool(consumer.assignment()), 10, f"partitions of {topic}")
+        partitions = sorted(consumer.assignment())
+        ends = await consumer.end_offsets(partitions)
+        events: list[Envelope] = []
+        for tp in partitions:
+            while await consumer.position(tp) < ends[tp]:
+                batch = await consumer.getmany(tp, timeout_ms=1000)
+                events.extend(parse_event(m.value) for m in batch.get(tp, []))
+        return events
+    finally:
+        await consumer.stop()
+
+
+async def committed(settings: Settings, group: str, partition: int = 0) -> int | None:
+    """The offset ``group`` has committed on the decisions topic (``None``: nothing yet)."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap_servers, group_id=group,
+                                enable_auto_commit=False)
+    await consumer.start()
+    try:
+        return await consumer.committed(TopicPartition(settings.topics.decisions, partition))
+    finally:
+        await consumer.stop()
+
+
+async def wait_until(condition: Callable[[], bool], timeout: float = 30.0,
+                     what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached after {timeout} s")
+        await asyncio.sleep(0.05)

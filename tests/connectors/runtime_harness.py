@@ -1,0 +1,60 @@
+"""Running a connector runtime in-process until it has handled a number of messages."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from connectors.base import Connector
+from connectors.metrics import FAILURE_KINDS, ConnectorMetrics
+from connectors.runtime import ConnectorRuntime, CrashHook, RuntimeOptions
+from connectors.store import AppliedKeys
+from streams.settings import Settings
+from tests.connectors.helpers import wait_until
+
+
+def sample(registry: CollectorRegistry, name: str, connector: str, **labels: str) -> float:
+    return registry.get_sample_value(name, {"connector": connector, **labels}) or 0.0
+
+
+def handled(registry: CollectorRegistry, connector: str) -> int:
+    """Messages the runtime has finished with: applied, skipped or dead-lettered."""
+    return int(sample(registry, "spotsched_connector_decisions_applied_total", connector)
+               + sample(registry, "spotsched_connector_duplicates_skipped_total", connector)
+               + sum(sample(registry, "spotsched_connector_decisions_failed_total", connector,
+                            kind=kind) for kind in FAILURE_KINDS))
+
+
+async def run_until_handled(
+    settings: Settings,
+    connector: Connector,
+    messages: int,
+    data_dir: Path,
+    group: str = "connector-test",
+    crash_hook: CrashHook | None = None,
+    max_attempts: int = 3,
+    timeout: float = 60.0,
+) -> CollectorRegistry:
+    """Run until ``messages`` were handled (or the runtime stopped); re-raise its error."""
+    registry = CollectorRegistry()
+    keys = AppliedKeys(data_dir / f"{group}.applied.sqlite3")
+    runtime = ConnectorRuntime(
+        connector, settings,
+        RuntimeOptions(group_id=group, max_attempts=max_attempts, backoff_seconds=0.01,
+                       poll_seconds=0.1, crash_hook=crash_hook),
+        keys, ConnectorMetrics(registry, connector.name))
+    stop = asyncio.Event()
+    task = asyncio.create_task(runtime.run(stop))
+    try:
+        await wait_until(lambda: task.done() or handled(registry, connector.name) >= messages,
+                         timeout, f"{messages} messages handled")
+        stop.set()
+        await task
+    finally:
+        stop.set()
+        if not task.done():
+            task.cancel()
+        keys.close()
+    return registry

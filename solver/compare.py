@@ -54,6 +54,14 @@ def summarize(result: SimulationResult, on_demand_cost: float | None) -> PolicyS
     )
 
 
+HINDSIGHT = frozenset({"optimum"})
+"""Policies that plan with the whole market data and workload: yardsticks, not online."""
+
+
+def _hindsight(name: str, data: MarketData, jobs: Sequence[Job]) -> dict[str, object]:
+    return {"data": data, "jobs": list(jobs)} if name in HINDSIGHT else {}
+
+
 def compare_policies(
     data: MarketData,
     jobs: Sequence[Job],
@@ -70,7 +78,8 @@ def compare_policies(
     if duplicates:
         raise ValueError(f"policies: {duplicates} named more than once")
     results = [
-        simulate_partitioned(data, jobs, lambda n=name: make_policy(n), partition_of, progress)
+        simulate_partitioned(data, jobs, lambda n=name: make_policy(n, **_hindsight(n, data, jobs)),
+                             partition_of, progress)
         for name in policies
     ]
     reference = next((r for r in results if r.policy == OnDemandOnly.name), None)

@@ -1,0 +1,105 @@
+"""Solver timings: CHC's per-slot re-solve at 10, 100 and 1,000 concurrent jobs (window 24),
+against Greedy's decide() in the same process, and the offline programs at growing sizes.
+
+    python bench/bench_solver.py [--slots 20] [--quick]
+
+Markets come from :mod:`solver.synthetic` (4 markets, hourly slots), jobs from
+:mod:`solver.workload`, all released at the first slot so that every one is active.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+import numpy as np
+
+from solver.job import Job
+from solver.market import MarketData, build_market_data, tick_slots
+from solver.optimize import SolverLimits, build_program, solve_offline
+from solver.policies import make_policy
+from solver.policies.forecast_sources import OracleForecast
+from solver.policy import JobView, Observation, Policy
+from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
+from solver.workload import WorkloadSpec, generate_jobs
+
+
+def observation(data: MarketData, jobs: list[Job], t: int) -> Observation:
+    views = sorted((JobView(j, j.workload, 0.0, None) for j in jobs),
+                   key=lambda v: (v.job.hard_deadline, v.id))
+    return Observation(t, data.slot_start(t), data.slot_seconds, data.markets,
+                       data.price[:, :t], data.availability[:, :t],
+                       data.boundary_price[:, t].copy(), data.boundary_availability[:, t].copy(),
+                       tuple(views))
+
+
+def decide_times(policy: Policy, observations: list[Observation]) -> np.ndarray:
+    out = []
+    for obs in observations:
+        start = time.perf_counter()
+        policy.decide(obs)
+        out.append(time.perf_counter() - start)
+    return np.array(out)
+
+
+def bench_chc(slots: int, sizes: tuple[int, ...]) -> None:
+    data = build_market_data(synthetic_ticks(SyntheticMarketSpec(seed=0, days=14)), 3600)
+    print(f"CHC re-solve, window 24, commitment 1, decomposed solver, {slots} slots")
+    print(f"{'jobs':>6} {'p50 s':>8} {'p99 s':>8} {'greedy p50 s':>13} {'ratio p50':>10}")
+    for n in sizes:
+        jobs = [dataclasses.replace(j, release=data.origin)
+                for j in generate_jobs(data, n, WorkloadSpec(seed=0))]
+        observations = [observation(data, jobs, t) for t in range(slots)]
+        chc = decide_times(make_policy("chc", forecast=OracleForecast(data), window=24),
+                           observations)
+        greedy = decide_times(make_policy("greedy"), observations)
+        p50, p99 = np.percentile(chc, [50, 99])
+        g50 = float(np.percentile(greedy, 50))
+        print(f"{n:>6} {p50:>8.3f} {p99:>8.3f} {g50:>13.5f} {p50 / g50:>10.0f}")
+
+
+def bench_offline(quick: bool) -> None:
+    print("\nOffline integer program (hourly slots, 2 markets, jobs with 1-2 instances)")
+    print(f"{'jobs':>5} {'slots':>6} {'backend':>8} {'vars':>6} {'seconds':>8} {'optimal':>8} "
+          f"{'utility':>9}")
+    limits = SolverLimits(node_limit=20_000, deterministic_seconds=30.0)
+    sizes = ((2, 24), (3, 36)) if quick else ((2, 24), (3, 36), (3, 48), (4, 72))
+    for n_jobs, n_slots in sizes:
+        spec = SyntheticMarketSpec(seed=1, n_markets=2, days=n_slots / 24 + 0.1)
+        data = build_market_data(synthetic_ticks(spec), 3600).window(0, n_slots)
+        jobs = generate_jobs(data, n_jobs, WorkloadSpec(seed=1, workload_range=(3, 10),
+                                                        n_max_choices=(1, 2)))
+        for backend in ("highs", "cp-sat"):
+            start = time.perf_counter()
+            plan = solve_offline(data, jobs, method="program", backend=backend, limits=limits)
+            took = time.perf_counter() - start
+            size = build_program(data, [JobView(j, j.workload, 0.0, None) for j in jobs])
+            print(f"{n_jobs:>5} {n_slots:>6} {backend:>8} {size.program.n_vars:>6} {took:>8.2f} "
+                  f"{plan.optimal!s:>8} {plan.expected_utility:>9.2f}")
+    print("\nExact dynamic program, one instance on 195 s ticks (Can't Be Late shape)")
+    print(f"{'task h':>7} {'deadline h':>11} {'overhead h':>11} {'ticks':>6} {'seconds':>8}")
+    spec = SyntheticMarketSpec(seed=2, n_markets=1, days=2.7, tick_seconds=195.0, capacity=1)
+    data = tick_slots(synthetic_ticks(spec), 195.0).window(0, 1145)
+    cases = ((12, 16, 0.2),) if quick else ((12, 16, 0.2), (48, 52, 0.2), (48, 52, 0.02))
+    for task, deadline, overhead in cases:
+        j = Job("cbl", task, data.origin, data.origin + deadline * 3600,
+                data.origin + deadline * 3600, restart_overhead=overhead * 3600,
+                miss_penalty=1e6)
+        start = time.perf_counter()
+        solve_offline(data, [j])
+        print(f"{task:>7} {deadline:>11} {overhead:>11} {data.n_slots:>6} "
+              f"{time.perf_counter() - start:>8.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--slots", type=int, default=20, help="re-solves timed per size")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    args = parser.parse_args()
+    bench_chc(args.slots, (10, 100) if args.quick else (10, 100, 1000))
+    bench_offline(args.quick)
+
+
+if __name__ == "__main__":
+    main()

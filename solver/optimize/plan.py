@@ -1,0 +1,30 @@
+"""A schedule fixed in advance: allocations by slot and job, and how it was found."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from solver.job import Allocation
+
+SlotPlan = Mapping[str, Allocation]
+"""Allocations by job id for one slot; a job left out runs nothing."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Allocations by slot index, then job id.
+
+    ``expected_utility`` is the total utility as the program that made the plan valued it
+    (value of finishing minus cost); ``method`` names that program (``dp``, ``highs``,
+    ``cp-sat``); ``optimal`` is false when a solver limit stopped the search early.
+    """
+
+    slots: Mapping[int, SlotPlan]
+    expected_utility: float
+    method: str
+    optimal: bool = True
+    _empty: SlotPlan = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def at(self, slot: int) -> SlotPlan:
+        return self.slots.get(slot, self._empty)

@@ -1,0 +1,191 @@
+"""Committed Horizon Control (Chen, Comden, Liu, Gandhi, Wierman, SIGMETRICS 2016).
+
+``v`` fixed-horizon controllers run staggered: controller ``k`` re-solves at the slots ``t``
+with ``t mod v = k``, on the forecast of the next ``w`` slots, and commits to the first ``v``
+slots of its plan. The allocation of a slot averages the commitments of every controller that
+covers it (``v = 1``: receding-horizon control; ``v = w``: averaging fixed-horizon control).
+
+The window program is that of :mod:`solver.optimize.program` with its terminal condition
+(leftover work priced at on-demand and kept finishable by the deadline), solved either per job
+with capacity coordination (``solver="decomposed"``, :mod:`solver.optimize.decomposed`, fast
+enough for thousands of jobs) or as one integer program (``solver="program"``, warm-started
+from the same controller's previous plan shifted by ``v`` slots).
+
+**Rounding rule.** For each job, over the controllers that planned it (a controller that
+solved before the job arrived has no say; one that planned it idle counts as 0 instances):
+
+1. ``S`` and ``O`` are the mean spot and on-demand counts; the job idles if
+   ``S + O < N_min / 2``;
+2. the market is the one holding the most instances summed over the commitments (ties: the
+   job's current market, then the lowest index);
+3. ``n = clamp(round_half_up(S + O), N_min, N_max)``, spot ``= min(round_half_up(S), n)``,
+   the rest on-demand.
+
+**Repair**, in the simulator's spot-priority order: a job whose rounded allocation would
+leave work that on-demand at ``N_max`` can no longer finish by the target deadline (Greedy's
+safety net, :func:`~solver.policies.common.must_use_on_demand`, applied to the allocation
+chosen rather than to idling) runs ``N_max`` instances — its rounded allocation (else spot
+where the boundary offers it, else on-demand) topped up with on-demand; then spot is capped
+by the availability the boundary shows less what jobs before took, the shortfall moving to
+on-demand.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from solver.job import Allocation
+from solver.market import MarketData
+from solver.optimize.backends import Backend, SolverLimits, solve_program
+from solver.optimize.decomposed import solve_decomposed
+from solver.optimize.plan import Plan
+from solver.optimize.program import build_program
+from solver.policies.common import on_demand, spot, target_deadline
+from solver.policies.forecast_sources import ForecastSource, LearnedForecast, OracleForecast
+from solver.policy import Decision, JobView, Observation
+
+WindowSolver = Literal["decomposed", "program"]
+WINDOW_SOLVERS: tuple[WindowSolver, ...] = ("decomposed", "program")
+
+WINDOW_LIMITS = SolverLimits(node_limit=2_000, deterministic_seconds=5.0, relative_gap=1e-4)
+"""Search limits of the integer window program: it is re-solved every slot."""
+
+
+@dataclass
+class _Controller:
+    """One fixed-horizon controller: when it last solved, its commitments and its plan."""
+
+    solved_at: int
+    committed: dict[int, dict[str, Allocation | None]]
+    plan: Plan | None
+
+
+class CommittedHorizonControl:
+    """CHC with window ``window`` (slots), commitment ``commitment`` (``1 <= v <= w``) and a
+    forecast source: ``forecast``; else the oracle of ``data`` when ``data`` is given (a
+    hindsight yardstick); else the online forecasters of :mod:`solver.forecast`."""
+
+    name = "chc"
+
+    def __init__(
+        self,
+        forecast: ForecastSource | None = None,
+        window: int = 24,
+        commitment: int = 1,
+        solver: WindowSolver = "decomposed",
+        data: MarketData | None = None,
+        backend: Backend = "highs",
+        limits: SolverLimits = WINDOW_LIMITS,
+    ) -> None:
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise ValueError(f"window={window!r}: expected a whole number of slots >= 1")
+        if isinstance(commitment, bool) or not isinstance(commitment, int) or not (
+                1 <= commitment <= window):
+            raise ValueError(
+                f"commitment={commitment!r}: expected a whole number of slots in 1..{window}"
+            )
+        if solver not in WINDOW_SOLVERS:
+            raise ValueError(f"solver={solver!r}: expected one of {', '.join(WINDOW_SOLVERS)}")
+        if forecast is None:
+            forecast = LearnedForecast(window=window) if data is None else OracleForecast(data)
+        self.forecast = forecast
+        self.window = window
+        self.commitment = commitment
+        self.solver = solver
+        self.backend = backend
+        self.limits = limits
+        self._controllers: dict[int, _Controller] = {}
+
+    def decide(self, obs: Observation) -> Decision:
+        k = obs.slot % self.commitment
+        previous = self._controllers.get(k)
+        plans, plan = self._solve(obs, previous)
+        self._controllers[k] = _Controller(
+            obs.slot,
+            {obs.slot + i: {job_id: steps[i] for job_id, steps in plans.items()}
+             for i in range(self.commitment)},
+            plan,
+        )
+        covering = [c.committed[obs.slot] for c in self._controllers.values()
+                    if obs.slot in c.committed]
+        return _repair(obs, {v.id: _average([c[v.id] for c in covering if v.id in c], v)
+                             for v in obs.jobs})
+
+    def _solve(
+        self, obs: Observation, previous: _Controller | None
+    ) -> tuple[dict[str, list[Allocation | None]], Plan | None]:
+        price, availability = self.forecast.forecast(obs, self.window)
+        window = MarketData.from_slots(obs.markets, obs.time, obs.slot_seconds,
+                                       np.asarray(price, dtype=float),
+                                       np.asarray(availability, dtype=np.int64))
+        if self.solver == "decomposed":
+            return solve_decomposed(obs, window), None
+        built = build_program(window, obs.jobs, terminal=True)
+        hint = {}
+        if previous is not None and previous.plan is not None:
+            hint = built.hint(previous.plan, shift=obs.slot - previous.solved_at)
+        solution = solve_program(built.program, self.backend, self.limits, hint, built.steps)
+        plan = built.plan(solution.values, self.backend, solution.optimal)
+        steps = {v.id: [plan.at(i).get(v.id) for i in range(self.window)] for v in obs.jobs}
+        return steps, plan
+
+
+def _round_half_up(x: float) -> int:
+    return math.floor(x + 0.5)
+
+
+def _average(opinions: list[Allocation | None], view: JobView) -> Allocation | None:
+    """The rounding rule of the module doc."""
+    if not opinions:
+        return None
+    job = view.job
+    mean_spot = sum(a.spot for a in opinions if a is not None) / len(opinions)
+    mean_on_demand = sum(a.on_demand for a in opinions if a is not None) / len(opinions)
+    if mean_spot + mean_on_demand < job.n_min / 2:
+        return None
+    votes: dict[int, int] = {}
+    for a in opinions:
+        if a is not None:
+            votes[a.market] = votes.get(a.market, 0) + a.total
+    current = view.current.market if view.current is not None else -1
+    market = max(votes, key=lambda m: (votes[m], m == current, -m))
+    n = min(max(_round_half_up(mean_spot + mean_on_demand), job.n_min), job.n_max)
+    s = min(_round_half_up(mean_spot), n)
+    return Allocation(market, s, n - s)
+
+
+def _repair(obs: Observation, wanted: Mapping[str, Allocation | None]) -> Decision:
+    """Cap spot by the boundary's availability in priority order; apply the safety net."""
+    left = np.array(obs.availability_now, dtype=np.int64)
+    out: dict[str, Allocation] = {}
+    for view in obs.jobs:
+        choice = wanted.get(view.id)
+        if not _keeps_deadline(obs, view, choice):
+            choice = choice or spot(obs, view) or on_demand(obs, view)
+            choice = Allocation(choice.market, choice.spot, view.job.n_max - choice.spot)
+        if choice is None:
+            continue
+        kept = min(choice.spot, int(left[choice.market])) if view.job.allow_spot else 0
+        left[choice.market] -= kept
+        out[view.id] = Allocation(choice.market, kept, choice.total - kept)
+    return out
+
+
+def _keeps_deadline(obs: Observation, view: JobView, choice: Allocation | None) -> bool:
+    """True when, after this slot run with ``choice`` (``None``: idle), the job finishes or
+    can still finish on on-demand at ``N_max`` by its target deadline, one restart included."""
+    job = view.job
+    remaining = view.remaining
+    if choice is not None:
+        overhead = view.pending_overhead if choice == view.current else job.restart_overhead
+        productive = max(0.0, obs.slot_seconds - overhead)
+        remaining -= job.throughput(choice.total) * productive / 3600.0
+        if remaining <= 0:
+            return True
+    needed = job.restart_overhead + 3600.0 * job.hours_to_finish(remaining, job.n_max)
+    return obs.slot_end + needed <= target_deadline(obs, view)

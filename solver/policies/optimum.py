@@ -1,0 +1,59 @@
+"""The offline optimum as a policy: it plans once in hindsight and replays that plan.
+
+It is the yardstick, not an online policy: it is built with the full market data and the
+job list, and its reported cost and utility come from replaying the plan through the
+simulator, so they obey the simulator's rules exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from solver.job import Allocation, Job
+from solver.market import MarketData
+from solver.optimize.backends import DEFAULT_LIMITS, Backend, SolverLimits
+from solver.optimize.offline import Method, solve_offline
+from solver.optimize.plan import Plan
+from solver.policy import Decision, Observation
+
+
+class Optimum:
+    """Replays :func:`~solver.optimize.offline.solve_offline`'s plan for ``jobs`` on ``data``.
+
+    A job still active after its last planned slot (a sliver of work left by floating-point
+    rounding) keeps its last planned allocation.
+    """
+
+    name = "optimum"
+
+    def __init__(
+        self,
+        data: MarketData,
+        jobs: Sequence[Job],
+        method: Method = "auto",
+        backend: Backend = "highs",
+        limits: SolverLimits = DEFAULT_LIMITS,
+    ) -> None:
+        self.data = data
+        self.plan: Plan = solve_offline(data, jobs, method, backend, limits)
+        self._last: dict[str, tuple[int, Allocation]] = {}
+        for t, allocations in self.plan.slots.items():
+            for job_id, allocation in allocations.items():
+                self._last[job_id] = (t, allocation)
+
+    def decide(self, obs: Observation) -> Decision:
+        if obs.time != self.data.slot_start(obs.slot):
+            raise ValueError(
+                f"observation slot={obs.slot} time={obs.time!r}: expected the slot grid of the "
+                f"data the optimum planned on (slot start {self.data.slot_start(obs.slot)!r})"
+            )
+        planned = self.plan.at(obs.slot)
+        out: dict[str, Allocation] = {}
+        for view in obs.jobs:
+            allocation = planned.get(view.id)
+            if allocation is None and view.id in self._last:
+                last_slot, last = self._last[view.id]
+                allocation = last if obs.slot > last_slot else None
+            if allocation is not None:
+                out[view.id] = allocation
+        return out

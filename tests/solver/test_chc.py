@@ -1,0 +1,160 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solver.job import Allocation
+from solver.market import build_market_data
+from solver.policies import make_policy
+from solver.policies.chc import CommittedHorizonControl
+from solver.policies.forecast_sources import LearnedForecast, NoisyOracleForecast, OracleForecast
+from solver.simulator import simulate
+from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
+from solver.workload import WorkloadSpec, generate_jobs
+from tests.solver.helpers import HOUR, flat_data, job
+
+
+@st.composite
+def scenarios(draw):
+    n_markets = draw(st.integers(1, 2))
+    n_slots = draw(st.integers(4, 10))
+    size = n_markets * n_slots
+    price = draw(st.lists(st.floats(0.2, 2.5), min_size=size, max_size=size))
+    avail = draw(st.lists(st.integers(0, 3), min_size=size, max_size=size))
+    data = flat_data(np.reshape(price, (n_markets, n_slots)),
+                     np.reshape(avail, (n_markets, n_slots)))
+    jobs = []
+    for k in range(draw(st.integers(1, 3))):
+        release = draw(st.integers(0, n_slots - 2)) * HOUR
+        hard = draw(st.integers(int(release // HOUR) + 1, n_slots)) * HOUR
+        n_max = draw(st.integers(1, 3))
+        jobs.append(job(f"j{k}", workload=draw(st.floats(0.2, 6.0)), release=release,
+                        soft=hard, n_min=draw(st.integers(1, n_max)), n_max=n_max, value=20.0,
+                        miss_penalty=10.0,
+                        restart_overhead=draw(st.sampled_from([0.0, 300.0, 4000.0]))))
+    return data, jobs
+
+
+def _within_capacity(result, data):
+    asked = np.zeros_like(data.availability)
+    for t, _, a in result.decisions:
+        asked[a.market, t] += a.spot
+    return bool(np.all(asked <= data.availability))
+
+
+@settings(max_examples=25, deadline=None)
+@given(scenarios(), st.integers(1, 3), st.sampled_from([1, 2]))
+def test_oracle_chc_respects_counts_and_availability(scenario, window, commitment):
+    data, jobs = scenario
+    commitment = min(commitment, window)
+    policy = make_policy("chc", data=data, window=window, commitment=commitment)
+    result = simulate(data, jobs, policy)  # a count outside N_min..N_max raises PolicyError
+    assert _within_capacity(result, data)
+    assert all(r.refusals == 0 and r.preemptions == 0 for r in result.jobs)
+
+
+@settings(max_examples=6, deadline=None)
+@given(scenarios())
+def test_the_integer_window_program_respects_counts_and_availability(scenario):
+    data, jobs = scenario
+    result = simulate(data, jobs, make_policy("chc", data=data, window=3, solver="program"))
+    assert _within_capacity(result, data)
+    assert all(r.refusals == 0 and r.preemptions == 0 for r in result.jobs)
+
+
+def _generated(seed, days=2.0, n_jobs=1, n_max=(1,)):
+    data = build_market_data(
+        synthetic_ticks(SyntheticMarketSpec(seed=seed, n_markets=2, days=days)), 3600)
+    jobs = generate_jobs(data, n_jobs, WorkloadSpec(seed=seed, workload_range=(4, 12),
+                                                    n_max_choices=n_max))
+    return data, jobs
+
+
+def test_with_perfect_forecasts_chc_costs_within_a_few_percent_of_the_optimum():
+    optimum, chc = 0.0, 0.0
+    for seed in range(8):
+        data, jobs = _generated(seed)
+        best = simulate(data, jobs, make_policy("optimum", data=data, jobs=jobs))
+        ours = simulate(data, jobs, make_policy("chc", data=data, window=12))
+        assert all(r.hard_deadline_met for r in ours.jobs)
+        assert ours.total_cost >= best.total_cost - 1e-9
+        optimum += best.total_cost
+        chc += ours.total_cost
+    assert chc <= 1.05 * optimum
+
+
+def test_same_seed_gives_the_same_plan_and_another_seed_other_forecasts():
+    data, jobs = _generated(1, n_jobs=2, n_max=(1, 2))
+
+    def run(seed):
+        forecast = NoisyOracleForecast(data, error=0.3, flip=0.2, seed=seed)
+        return simulate(data, jobs, make_policy("chc", forecast=forecast, commitment=3))
+
+    assert run(5).decisions == run(5).decisions
+    recorder = _Recorder()
+    simulate(data, jobs, recorder)
+    first = recorder.first
+    a = NoisyOracleForecast(data, error=0.3, flip=0.2, seed=5).forecast(first, 12)
+    b = NoisyOracleForecast(data, error=0.3, flip=0.2, seed=6).forecast(first, 12)
+    assert not np.array_equal(a[0], b[0])
+
+
+class _Recorder:
+    name = "recorder"
+
+    def __init__(self):
+        self.first = None
+
+    def decide(self, obs):
+        self.first = self.first or obs
+        return {}
+
+
+class _Alternating:
+    """No spot at all at even slots, plenty at odd ones: controllers disagree."""
+
+    def __init__(self, data):
+        self.oracle = OracleForecast(data)
+
+    def forecast(self, obs, horizon):
+        price, availability = self.oracle.forecast(obs, horizon)
+        return price, np.full_like(availability, 0 if obs.slot % 2 == 0 else 2)
+
+
+def test_receding_horizon_follows_each_plan_while_averaging_blends_them():
+    data = flat_data([[0.5] * 8], [[2] * 8])
+    j = job(workload=15.0, soft=8 * HOUR, n_min=1, n_max=2, value=50.0, miss_penalty=50.0)
+    forecast = _Alternating(data)
+    rhc = simulate(data, [j], CommittedHorizonControl(forecast, window=2, commitment=1))
+    averaged = simulate(data, [j], CommittedHorizonControl(forecast, window=2, commitment=2))
+    # v = 1 takes each slot's newest plan: on-demand after a no-spot forecast, spot after a
+    # full one. v = 2 averages the two controllers: one spot and one on-demand instance.
+    assert [a for t, _, a in rhc.decisions[:4]] == [
+        Allocation(0, 0, 2), Allocation(0, 2, 0), Allocation(0, 0, 2), Allocation(0, 2, 0)]
+    assert averaged.decisions[0][2] == Allocation(0, 0, 2)
+    assert [a for t, _, a in averaged.decisions[1:4]] == [Allocation(0, 1, 1)] * 3
+    assert rhc.jobs[0].restarts > averaged.jobs[0].restarts
+
+
+def test_learned_forecasts_feed_chc_incrementally():
+    data, jobs = _generated(2, n_jobs=2, n_max=(1, 2))
+    result = simulate(data, jobs, make_policy("chc", forecast=LearnedForecast(), window=6))
+    assert all(r.hard_deadline_met for r in result.jobs)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"window": 0}, "window=0: expected a whole number of slots >= 1"),
+        ({"window": 4, "commitment": 5},
+         r"commitment=5: expected a whole number of slots in 1\.\.4"),
+        ({"solver": "exact"}, "solver='exact': expected one of decomposed, program"),
+    ],
+)
+def test_bad_parameters_are_rejected(params, message):
+    data = flat_data([[1.0] * 4], [[1] * 4])
+    with pytest.raises(ValueError, match=message):
+        CommittedHorizonControl(OracleForecast(data), **params)
+    assert isinstance(CommittedHorizonControl().forecast, LearnedForecast)
+    with pytest.raises(ValueError, match="flip=2"):
+        NoisyOracleForecast(data, flip=2)

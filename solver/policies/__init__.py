@@ -6,6 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 from solver.policies.baselines import Greedy, OnDemandOnly, SpotOnly, UniformProgress
+from solver.policies.chc import CommittedHorizonControl
+from solver.policies.optimum import Optimum
+from solver.policies.prediction_free import PredictionFree
+from solver.policies.selection import PolicySelection
 from solver.policy import Policy
 
 POLICIES: dict[str, Callable[..., Policy]] = {
@@ -13,6 +17,10 @@ POLICIES: dict[str, Callable[..., Policy]] = {
     SpotOnly.name: SpotOnly,
     Greedy.name: Greedy,
     UniformProgress.name: UniformProgress,
+    Optimum.name: Optimum,
+    CommittedHorizonControl.name: CommittedHorizonControl,
+    PredictionFree.name: PredictionFree,
+    PolicySelection.name: PolicySelection,
 }
 
 
@@ -24,4 +32,7 @@ def make_policy(name: str, **params: Any) -> Policy:
         raise ValueError(
             f"policy={name!r}: expected one of {', '.join(sorted(POLICIES))}"
         ) from None
-    return factory(**params)
+    try:
+        return factory(**params)
+    except TypeError as exc:
+        raise ValueError(f"policy={name!r} with parameters {sorted(params)}: {exc}") from exc

@@ -1,0 +1,55 @@
+"""The online error of a forecast source, as the number policy selection's fallback reads."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from solver.forecast import ErrorTracker
+from solver.policies.forecast_sources import ForecastSource
+from solver.policy import Observation
+
+
+class ForecastErrorMonitor:
+    """Scores a forecast source against the slots that follow, one market at a time.
+
+    Called at a boundary, it first scores the forecasts it recorded at earlier boundaries
+    against the slots closed since (one :class:`~solver.forecast.ErrorTracker` per market over
+    ``horizon`` slots), then records the source's forecast from this boundary. The error is the
+    larger of the mean price error over markets (smoothed absolute percentage error, as a
+    fraction) and their mean availability Brier score (the forecast read as "capacity > 0");
+    0 until something has been scored. Observations must come in increasing slot order.
+    """
+
+    def __init__(self, source: ForecastSource, horizon: int = 12, rate: float = 0.05) -> None:
+        self.source = source
+        self.horizon = horizon
+        self.rate = rate
+        self._trackers: list[ErrorTracker] = []
+        self._observed = 0
+
+    def __call__(self, obs: Observation) -> float:
+        if not self._trackers:
+            self._trackers = [ErrorTracker(self.horizon, self.rate) for _ in obs.markets]
+        if obs.slot < self._observed:
+            raise ValueError(
+                f"observation slot={obs.slot}: expected slots in increasing order (already "
+                f"observed up to slot {self._observed})"
+            )
+        for t in range(self._observed, obs.slot):
+            for m, tracker in enumerate(self._trackers):
+                tracker.observe(float(obs.price_history[m, t]),
+                                float(obs.availability_history[m, t]))
+        self._observed = obs.slot
+        price, availability = self.source.forecast(obs, self.horizon)
+        for m, tracker in enumerate(self._trackers):
+            tracker.record(np.asarray(price[m], dtype=float),
+                           (np.asarray(availability[m]) > 0).astype(float))
+        return max(_mean([t.price_error / 100.0 for t in self._trackers]),
+                   _mean([t.availability_error for t in self._trackers]))
+
+
+def _mean(values: list[float]) -> float:
+    known = [v for v in values if not math.isnan(v)]
+    return sum(known) / len(known) if known else 0.0

@@ -1,0 +1,96 @@
+"""The prediction-free policy (DESIGN §2, algorithm 3): a deadline-aware threshold rule.
+
+Per job, at each boundary, with ``R`` the time on-demand at ``n_max`` still needs for the
+remaining work and ``D`` the target deadline (:func:`~solver.policies.common.target_deadline`):
+
+* **slack** ``s = D - slot_end - (restart overhead + R)``: the time that can still be lost after
+  this slot with the deadline safe on on-demand. ``s < 0`` forces on-demand at ``n_max``.
+* **reserve** ``σ · s₀ · R / R₀``: the share ``σ`` of the slack the job had at release (``s₀``,
+  with ``R₀`` for the whole workload) scaled to the work left. ``σ = 1`` keeps the slack in
+  proportion to the work left (Uniform Progress), ``σ = 0`` spends it greedily.
+* **margin** ``s - reserve``.
+
+Spot counts only in markets whose current price is at most ``θ`` × the on-demand price, and
+only as far as the jobs before (in spot-priority order) have not claimed it this slot, so the
+policy does not ask for capacity its own jobs already hold.
+
+* Off on-demand: spot when available (topped up with on-demand to ``n_max`` while the margin
+  is negative); without spot, on-demand at ``n_max`` once the margin is negative, idle before.
+* On on-demand: back to spot, when available, only while the margin is above
+  ``-tolerance × restart overhead``; further behind, the job stays on on-demand until it has
+  caught up that far. Uniform Progress returns to spot whenever it shows up, however far
+  behind, and pays an overhead each way every time spot flickers; waiting for a full catch-up
+  (``tolerance = 0``) instead keeps the job on on-demand for long stretches, since on-demand
+  gains margin only at rate ``σ · s₀ / R₀``. On the Can't Be Late windows (docs/evaluation.md)
+  a tolerance of a few overheads cut restarts by a third against Uniform Progress and cost
+  less than either extreme.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from solver.job import Allocation
+from solver.policies.common import on_demand, spot, target_deadline
+from solver.policy import Decision, JobView, Observation
+
+
+class PredictionFree:
+    """Threshold policy with price threshold ``theta``, safety share ``sigma`` and catch-up
+    ``tolerance`` in restart overheads (module doc)."""
+
+    name = "prediction-free"
+
+    def __init__(self, theta: float = 1.0, sigma: float = 1.0, tolerance: float = 3.0) -> None:
+        for field, value, expected in (
+            ("theta", theta, "a share > 0 of the on-demand price"),
+            ("sigma", sigma, "a finite share >= 0 of the initial slack"),
+            ("tolerance", tolerance, "a number >= 0 of restart overheads"),
+        ):
+            if math.isnan(value) or value < 0 or (field == "theta" and value == 0) or (
+                    field == "sigma" and math.isinf(value)):
+                raise ValueError(f"prediction-free {field}={value!r}: expected {expected}")
+        self.theta = theta
+        self.sigma = sigma
+        self.tolerance = tolerance
+
+    def __repr__(self) -> str:
+        return (f"PredictionFree(theta={self.theta}, sigma={self.sigma}, "
+                f"tolerance={self.tolerance})")
+
+    def decide(self, obs: Observation) -> Decision:
+        limit = self.theta * np.array([m.on_demand_price for m in obs.markets])
+        left = np.where(obs.price_now <= limit, obs.availability_now, 0)
+        out: dict[str, Allocation] = {}
+        for view in obs.jobs:
+            choice = self._decide_job(obs, replace(obs, availability_now=left), view)
+            if choice is not None:
+                left[choice.market] -= min(choice.spot, int(left[choice.market]))
+                out[view.id] = choice
+        return out
+
+    def _decide_job(self, obs: Observation, free: Observation, view: JobView) -> Allocation | None:
+        job = view.job
+        deadline = target_deadline(obs, view)
+        overhead = job.restart_overhead
+        needed = overhead + 3600.0 * job.hours_to_finish(view.remaining, job.n_max)
+        slack = deadline - obs.slot_end - needed
+        if slack < 0:
+            return on_demand(obs, view)
+        initial = deadline - job.release - overhead - 3600.0 * job.hours_to_finish(
+            job.workload, job.n_max)
+        margin = slack - self.sigma * max(initial, 0.0) * view.remaining / job.workload
+        choice = spot(free, view)
+        current = view.current
+        if current is not None and current.spot == 0:
+            if choice is not None and (margin > -self.tolerance * overhead or overhead == 0):
+                return choice
+            return on_demand(obs, view)
+        if choice is None:
+            return on_demand(obs, view) if margin < 0 else None
+        if margin < 0 and choice.spot < job.n_max:
+            return Allocation(choice.market, choice.spot, job.n_max - choice.spot)
+        return choice

@@ -26,7 +26,8 @@ app = typer.Typer(
 )
 console = Console(width=None if sys.stdout.isatty() else 120)
 
-DEFAULT_POLICIES = ("on-demand", "spot-only", "greedy", "uniform-progress")
+DEFAULT_POLICIES = ("on-demand", "spot-only", "greedy", "uniform-progress", "prediction-free",
+                    "chc", "policy-selection")
 
 
 def _market_ticks(

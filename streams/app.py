@@ -71,6 +71,15 @@ class PartitionStages:
         self._next_offset[partition] = offset + 1
         return self._stages[partition]
 
+    def _replay(self, stage: Any, raw: bytes) -> None:
+        """Feed one logged message to a stage being rebuilt, discarding its outputs."""
+        try:
+            event = parse_event(raw)
+            if isinstance(event, self.accepts):
+                stage.handle(event)
+        except (EventError, RejectedEvent):
+            pass  # dead-lettered when it was first seen
+
     def current(self, partition: int) -> Any:
         """The stage of a partition already taken over with :meth:`stage`."""
         return self._stages[partition]
@@ -86,21 +95,14 @@ class PartitionStages:
             tp = TopicPartition(self.topic, partition)
             consumer.assign([tp])
             await consumer.seek_to_beginning(tp)
-            done = False
-            while not done:
+            position = 0
+            while position < until:
                 batch = await consumer.getmany(tp, timeout_ms=1000)
                 for message in batch.get(tp, []):
+                    position = message.offset + 1
                     if message.offset >= until:
-                        done = True
                         break
-                    try:
-                        event = parse_event(message.value)
-                        if isinstance(event, self.accepts):
-                            stage.handle(event)
-                    except (EventError, RejectedEvent):
-                        continue  # dead-lettered when it was first seen
-                    if message.offset == until - 1:
-                        done = True
+                    self._replay(stage, message.value)
         finally:
             await consumer.stop()
         return stage

@@ -36,7 +36,7 @@ class Round:
 class _ExponentialWeights:
     """Shared core: cumulative losses per member, a rate from the horizon, epochs."""
 
-    def __init__(self, n_members: int, horizon: int | None) -> None:
+    def __init__(self, n_members: int, horizon: int | None = None) -> None:
         if n_members < 1:
             raise ValueError(f"n_members={n_members!r}: expected at least one member")
         if horizon is not None and horizon < 1:
@@ -80,7 +80,7 @@ def _check_losses(losses: np.ndarray, n_members: int, only: int | None = None) -
     checked = range(n_members) if only is None else (only,)
     for i in checked:
         if not 0.0 <= losses[i] <= 1.0:
-            raise ValueError(f"losses[{i}]={losses[i]!r}: expected a loss in [0, 1]")
+            raise ValueError(f"losses[{i}]={float(losses[i])!r}: expected a loss in [0, 1]")
     return losses
 
 

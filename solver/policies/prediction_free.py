@@ -3,8 +3,9 @@
 Per job, at each boundary, with ``R`` the time on-demand at ``n_max`` still needs for the
 remaining work and ``D`` the target deadline (:func:`~solver.policies.common.target_deadline`):
 
-* **slack** ``s = D - slot_end - (restart overhead + R)``: the time that can still be lost after
-  this slot with the deadline safe on on-demand. ``s < 0`` forces on-demand at ``n_max``.
+* **slack** ``s = D - now - (restart overhead + R)``: the time that can still be lost with the
+  deadline safe on on-demand. Less than one slot forces on-demand at ``n_max``
+  (:func:`~solver.policies.common.must_use_on_demand`'s rule).
 * **reserve** ``σ · s₀ · R / R₀``: the share ``σ`` of the slack the job had at release (``s₀``,
   with ``R₀`` for the whole workload) scaled to the work left. ``σ = 1`` keeps the slack in
   proportion to the work left (Uniform Progress), ``σ = 0`` spends it greedily.
@@ -77,8 +78,8 @@ class PredictionFree:
         deadline = target_deadline(obs, view)
         overhead = job.restart_overhead
         needed = overhead + 3600.0 * job.hours_to_finish(view.remaining, job.n_max)
-        slack = deadline - obs.slot_end - needed
-        if slack < 0:
+        slack = deadline - obs.time - needed
+        if slack < obs.slot_seconds:
             return on_demand(obs, view)
         initial = deadline - job.release - overhead - 3600.0 * job.hours_to_finish(
             job.workload, job.n_max)

@@ -217,7 +217,8 @@ class PolicySelection:
             groups.setdefault(self._assigned[view.id].played, []).append(view)
         left = np.array(obs.availability_now)
         out: dict[str, Allocation] = {}
-        for k, views in groups.items():
+        weight = self.selector.learner.probabilities()
+        for k, views in sorted(groups.items(), key=lambda g: (-weight[g[0]], g[0])):
             policy = self._live.get(k)
             if policy is None:
                 policy = self._live[k] = self.member_factory(self.selector.pool[k])

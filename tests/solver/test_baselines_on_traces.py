@@ -51,7 +51,7 @@ def test_uniform_progress_meets_the_deadline_whenever_slack_exceeds_the_overhead
 
 
 def test_on_demand_only_pays_every_tick_it_runs_as_the_reference_simulator_does():
-    name, data = next(windows())
+    _, data = next(windows())
     result = simulate(data, [job(data, 48.0, 4.0, 0.02)], OnDemandOnly()).jobs[0]
     ticks = math.ceil((48 * 3600 + 72) / TICK)
     assert result.cost == pytest.approx(ticks * TICK / 3600 * 3.06)

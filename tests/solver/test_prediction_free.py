@@ -1,0 +1,127 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solver.job import Allocation
+from solver.policies import make_policy
+from solver.policies.prediction_free import PredictionFree
+from solver.policy import JobView, Observation
+from solver.simulator import simulate
+from tests.solver.helpers import HOUR, flat_data, job, markets
+
+
+def observe(views, price=(1.0,), available=(1,), time=0.0, on_demand=3.0):
+    n = len(price)
+    return Observation(
+        slot=int(time // HOUR), time=time, slot_seconds=HOUR,
+        markets=tuple(markets(n, on_demand)),
+        price_history=np.zeros((n, 0)), availability_history=np.zeros((n, 0), dtype=int),
+        price_now=np.array(price, float), availability_now=np.array(available),
+        jobs=tuple(views),
+    )
+
+
+def view(j, remaining=None, current=None):
+    return JobView(j, j.workload if remaining is None else remaining, 0.0, current)
+
+
+OD = Allocation(0, 0, 1)
+SPOT = Allocation(0, 1, 0)
+
+
+def test_too_little_slack_forces_on_demand_even_with_spot():
+    j = job(workload=9.5, soft=10 * HOUR)
+    assert PredictionFree().decide(observe([view(j)]))["j"] == OD
+
+
+def test_ahead_without_spot_idles_and_behind_without_spot_goes_on_demand():
+    j = job(workload=4.0, soft=10 * HOUR)
+    policy = PredictionFree(sigma=1.0)
+    assert policy.decide(observe([view(j)], available=(0,))) == {}
+    # Three idle hours later nothing is done: the job is behind its reserve.
+    assert policy.decide(observe([view(j)], available=(0,), time=3 * HOUR))["j"] == OD
+    # sigma = 0 spends the slack greedily and still waits.
+    assert PredictionFree(sigma=0.0).decide(observe([view(j)], available=(0,),
+                                                    time=3 * HOUR)) == {}
+
+
+def test_on_demand_returns_to_spot_only_within_the_catch_up_tolerance():
+    j = job(workload=20.0, soft=30 * HOUR, restart_overhead=1800.0)
+    # Slack at release is 30 - 20 - 0.5 = 9.5 h; after 5 h with 2 h done the reserve is
+    # 9.5 * 18 / 20 = 8.55 h, the slack 30 - 5 - 18.5 = 6.5 h: 2.05 h behind.
+    behind = observe([view(j, remaining=18.0, current=OD)], time=5 * HOUR)
+    assert PredictionFree(tolerance=3.0).decide(behind)["j"] == OD
+    assert PredictionFree(tolerance=5.0).decide(behind)["j"] == SPOT
+    # Off on-demand, spot is taken however far behind.
+    idle = observe([view(j, remaining=18.0)], time=5 * HOUR)
+    assert PredictionFree(tolerance=0.0).decide(idle)["j"].spot == 1
+
+
+def test_behind_on_partial_spot_tops_up_with_on_demand():
+    j = job(workload=20.0, soft=12 * HOUR, n_min=2, n_max=4)
+    obs = observe([view(j, current=Allocation(0, 2, 0))], available=(2,), time=2 * HOUR)
+    assert PredictionFree().decide(obs)["j"] == Allocation(0, 2, 2)
+
+
+def test_price_threshold_hides_expensive_spot_and_picks_a_cheap_market():
+    j = job(workload=2.0, soft=10 * HOUR)
+    obs = observe([view(j)], price=(2.0, 1.0), available=(1, 1))
+    assert PredictionFree(theta=0.5).decide(obs)["j"] == Allocation(1, 1, 0)
+    assert PredictionFree(theta=0.2).decide(obs) == {}
+
+
+def test_jobs_do_not_ask_for_spot_an_earlier_job_already_claimed():
+    a, b = job("a", workload=2.0, soft=10 * HOUR), job("b", workload=2.0, soft=12 * HOUR)
+    out = PredictionFree().decide(observe([view(a), view(b)], available=(1,)))
+    assert out == {"a": SPOT}
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"theta": 0.0}, "theta=0.0: expected a share > 0"),
+        ({"sigma": -1.0}, "sigma=-1.0"),
+        ({"sigma": float("inf")}, "sigma=inf"),
+        ({"tolerance": float("nan")}, "tolerance=nan"),
+    ],
+)
+def test_bad_parameters_are_rejected_naming_the_field(params, message):
+    with pytest.raises(ValueError, match=message):
+        make_policy("prediction-free", **params)
+
+
+@st.composite
+def scenarios(draw):
+    n_markets, n_slots = draw(st.integers(1, 3)), draw(st.integers(4, 24))
+    shape = (n_markets, n_slots)
+    price = np.reshape(draw(st.lists(st.floats(0.1, 3.0), min_size=n_markets * n_slots,
+                                     max_size=n_markets * n_slots)), shape)
+    avail = np.reshape(draw(st.lists(st.integers(0, 4), min_size=n_markets * n_slots,
+                                     max_size=n_markets * n_slots)), shape)
+    jobs = []
+    for k in range(draw(st.integers(1, 4))):
+        release = draw(st.integers(0, n_slots - 2)) * HOUR
+        hard = draw(st.integers(int(release // HOUR) + 1, n_slots)) * HOUR
+        n_max = draw(st.integers(1, 4))
+        jobs.append(job(f"j{k}", workload=draw(st.floats(0.2, 12.0)), release=release,
+                        soft=draw(st.sampled_from([hard, max(release + 1, hard - HOUR)])),
+                        hard=hard, n_min=draw(st.integers(1, n_max)), n_max=n_max,
+                        restart_overhead=draw(st.sampled_from([0.0, 300.0, 1800.0]))))
+    params = {"theta": draw(st.sampled_from([1.0, 0.5])),
+              "sigma": draw(st.sampled_from([0.0, 0.5, 1.0])),
+              "tolerance": draw(st.sampled_from([0.0, 3.0]))}
+    return flat_data(price, avail), jobs, params
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios())
+def test_every_hard_deadline_feasible_on_on_demand_is_met_within_bounds(scenario):
+    data, jobs, params = scenario
+    result = simulate(data, jobs, PredictionFree(**params))
+    assert np.all(result.spot_used <= data.availability)
+    assert result.jobs and all(r.refusals == 0 for r in result.jobs)
+    for r, j in zip(result.jobs, jobs, strict=True):
+        fastest = j.release + j.restart_overhead + HOUR * j.workload / j.throughput(j.n_max)
+        if fastest <= j.hard_deadline:
+            assert r.hard_deadline_met, (j, r)

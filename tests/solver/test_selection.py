@@ -1,0 +1,183 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solver.job import JobResult
+from solver.market import MarketData
+from solver.policies import make_policy
+from solver.policies.selection import (
+    Member,
+    PolicySelection,
+    Selector,
+    independent_groups,
+    on_demand_bill,
+    round_losses,
+)
+from solver.simulator import simulate
+from tests.solver.helpers import HOUR, flat_data, job, markets
+
+POOL = (Member("prediction-free"), Member("greedy"), Member("uniform-progress"),
+        Member("on-demand"), Member("spot-only"))
+FALLBACK = Member("prediction-free")
+
+
+def selection(seed=0, learner="hedge", **kw):
+    return PolicySelection(Selector(POOL, learner, seed=seed), fallback=FALLBACK, **kw)
+
+
+def run(data, jobs, policy):
+    result = simulate(data, jobs, policy)
+    policy.settle(data)
+    return result
+
+
+@st.composite
+def scenarios(draw):
+    n_markets, n_slots = draw(st.integers(1, 3)), draw(st.integers(6, 30))
+    shape = (n_markets, n_slots)
+    price = np.reshape(draw(st.lists(st.floats(0.1, 3.0), min_size=n_markets * n_slots,
+                                     max_size=n_markets * n_slots)), shape)
+    avail = np.reshape(draw(st.lists(st.integers(0, 4), min_size=n_markets * n_slots,
+                                     max_size=n_markets * n_slots)), shape)
+    jobs = []
+    for k in range(draw(st.integers(1, 5))):
+        release = draw(st.integers(0, n_slots - 2)) * HOUR + draw(st.sampled_from([0, 900]))
+        hard = draw(st.integers(int(release // HOUR) + 1, n_slots)) * HOUR
+        n_max = draw(st.integers(1, 4))
+        jobs.append(job(f"j{k}", workload=draw(st.floats(0.2, 12.0)), release=release,
+                        soft=hard, n_min=draw(st.integers(1, n_max)), n_max=n_max,
+                        value=draw(st.sampled_from([0.0, 50.0])),
+                        restart_overhead=draw(st.sampled_from([0.0, 300.0, 4000.0]))))
+    return flat_data(price, avail), jobs, draw(st.integers(0, 2**16))
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenarios())
+def test_members_stay_within_instance_bounds_and_availability(scenario):
+    data, jobs, seed = scenario
+    policy = selection(seed)
+    result = run(data, jobs, policy)  # the simulator rejects answers outside the model
+    assert np.all(result.spot_used <= data.availability)
+    for _, job_id, allocation in result.decisions:
+        j = next(j for j in jobs if j.id == job_id)
+        assert allocation.total == 0 or j.n_min <= allocation.total <= j.n_max
+    # Rounds are the jobs the policy saw: those active in at least one slot.
+    seen = [j for j in jobs if np.ceil(j.release / HOUR) * HOUR < j.hard_deadline]
+    assert policy.selector.trace.rounds == len(seen) == len(policy.selector.settled)
+    losses = np.array([s.losses for s in policy.selector.settled]).reshape(-1, len(POOL))
+    assert np.all((losses >= 0) & (losses <= 1))
+    assert np.all(losses.min(axis=1) == 0)
+
+
+def market_and_jobs():
+    rng = np.random.default_rng(3)
+    data = flat_data(rng.uniform(0.5, 2.0, (2, 60)), rng.integers(0, 3, (2, 60)))
+    jobs = [job(f"j{k}", workload=float(rng.uniform(2, 10)), release=k * 4 * HOUR,
+                soft=k * 4 * HOUR + 20 * HOUR, hard=k * 4 * HOUR + 24 * HOUR, n_max=2,
+                value=40.0, value_at_hard_deadline=20.0, miss_penalty=40.0,
+                restart_overhead=600.0)
+            for k in range(9)]
+    return data, jobs
+
+
+def test_same_seed_same_decisions_and_regret():
+    data, jobs = market_and_jobs()
+    first, second, other = selection(5), selection(5), selection(6)
+    a, b = run(data, jobs, first), run(data, jobs, second)
+    assert a.decisions == b.decisions
+    assert first.selector.trace.regret == second.selector.trace.regret
+    assert [s.played for s in first.selector.settled] == [s.played
+                                                           for s in second.selector.settled]
+    run(data, jobs, other)
+    assert [s.played for s in other.selector.settled] != [s.played
+                                                           for s in first.selector.settled]
+
+
+def test_jobs_settle_at_their_hard_deadline_with_losses_of_the_past_only():
+    data, jobs = market_and_jobs()
+    policy = selection(1)
+    simulate(data, jobs, policy)
+    # Without settle(), only jobs whose hard deadline passed while the policy was called are
+    # settled, in hard-deadline order.
+    settled = [s.job_id for s in policy.selector.settled]
+    assert settled == [j.id for j in jobs[: len(settled)]] and 0 < len(settled) < len(jobs)
+    # Another future after the first job's hard deadline leaves its losses unchanged.
+    cut = int(jobs[0].hard_deadline // HOUR)
+    price, avail = np.array(data.price), np.array(data.availability)
+    price[:, cut:] = 2.5
+    avail[:, cut:] = 0
+    changed = flat_data(price, avail)
+    other = selection(1)
+    simulate(changed, jobs, other)
+    assert np.array_equal(other.selector.settled[0].losses, policy.selector.settled[0].losses)
+
+
+def test_fallback_takes_new_jobs_while_the_forecast_error_is_high():
+    data, jobs = market_and_jobs()
+    switch = jobs[4].release
+
+    def error(obs):
+        return 0.5 if obs.time >= switch else 0.0
+
+    policy = selection(2, forecast_error=error, error_threshold=0.2)
+    run(data, jobs, policy)
+    fallback = policy.selector.index(FALLBACK)
+    for s, j in zip(policy.selector.settled, jobs, strict=True):
+        assert s.fallback == (j.release >= switch)
+        if s.fallback:
+            assert s.played == fallback
+    assert any(not s.fallback and s.played != fallback for s in policy.selector.settled)
+
+
+def test_exp3_learns_only_from_its_own_draws():
+    data, jobs = market_and_jobs()
+    policy = selection(3, learner="exp3", forecast_error=lambda obs: 1.0, error_threshold=0.5)
+    run(data, jobs, policy)
+    drawn_fallback = sum(s.played == policy.selector.index(FALLBACK)
+                         for s in policy.selector.settled)
+    assert policy.selector.trace.rounds == len(jobs)
+    assert policy.selector.learner.rounds < len(jobs) or drawn_fallback == len(jobs)
+
+
+def test_losses_are_shares_of_the_on_demand_bill_below_the_best_member():
+    j = job(workload=4.0, n_max=2, beta=-0.1, restart_overhead=360.0)
+    bill = on_demand_bill(j, markets(2, on_demand=3.0))
+    assert bill == pytest.approx(2 * 3.0 * (0.1 + 4.0 / 1.9))
+    losses = round_losses(np.array([10.0, 10.0 - bill / 8, -1000.0]), bill, 0.25)
+    assert losses.tolist() == pytest.approx([0.0, 0.5, 1.0])
+
+
+def test_jobs_on_disjoint_markets_replay_together():
+    data = flat_data(np.ones((3, 4)), np.ones((3, 4), int))
+    keys = [m.key for m in data.markets]
+    jobs = [job("a", allowed_markets=(keys[0],)), job("b", allowed_markets=(keys[1],)),
+            job("c", allowed_markets=(keys[0], keys[2])), job("d")]
+    groups = independent_groups(jobs, data)
+    assert [[j.id for j in g] for g in groups] == [["a", "b"], ["c"], ["d"]]
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: Selector(()), "pool: expected at least one member"),
+        (lambda: Selector(POOL + POOL[:1]), "duplicate members"),
+        (lambda: Selector(POOL, learner="ucb"), "learner='ucb'"),
+        (lambda: Selector(POOL, loss_scale=0.0), "loss_scale=0.0"),
+        (lambda: PolicySelection(Selector(POOL), fallback=Member("chc")), "member chc()"),
+        (lambda: make_policy("policy-selection", error_threshold=float("nan")),
+         "error_threshold=nan"),
+    ],
+)
+def test_bad_configuration_is_rejected_naming_the_field(build, message):
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
+def test_registered_default_runs_without_arguments():
+    data, jobs = market_and_jobs()
+    policy = make_policy("policy-selection")
+    assert isinstance(policy, PolicySelection)
+    result = simulate(data, jobs[:2], policy)
+    assert all(isinstance(r, JobResult) for r in result.jobs)
+    assert isinstance(data, MarketData)

@@ -19,13 +19,16 @@ class ForecastErrorMonitor:
     ``horizon`` slots), then records the source's forecast from this boundary. The error is the
     larger of the mean price error over markets (smoothed absolute percentage error, as a
     fraction) and their mean availability Brier score (the forecast read as "capacity > 0");
-    0 until something has been scored. Observations must come in increasing slot order.
+    ``prior`` (say, the error a monitor of the same source ended with on earlier data) until
+    something has been scored. Observations must come in increasing slot order.
     """
 
-    def __init__(self, source: ForecastSource, horizon: int = 12, rate: float = 0.05) -> None:
+    def __init__(self, source: ForecastSource, horizon: int = 12, rate: float = 0.05,
+                 prior: float = 0.0) -> None:
         self.source = source
         self.horizon = horizon
         self.rate = rate
+        self.error = prior
         self._trackers: list[ErrorTracker] = []
         self._observed = 0
 
@@ -46,10 +49,13 @@ class ForecastErrorMonitor:
         for m, tracker in enumerate(self._trackers):
             tracker.record(np.asarray(price[m], dtype=float),
                            (np.asarray(availability[m]) > 0).astype(float))
-        return max(_mean([t.price_error / 100.0 for t in self._trackers]),
-                   _mean([t.availability_error for t in self._trackers]))
+        price_error = _mean([t.price_error / 100.0 for t in self._trackers])
+        availability_error = _mean([t.availability_error for t in self._trackers])
+        if not (math.isnan(price_error) and math.isnan(availability_error)):
+            self.error = max(np.nan_to_num(price_error), np.nan_to_num(availability_error))
+        return self.error
 
 
 def _mean(values: list[float]) -> float:
     known = [v for v in values if not math.isnan(v)]
-    return sum(known) / len(known) if known else 0.0
+    return sum(known) / len(known) if known else math.nan

@@ -2,8 +2,9 @@
 
 Rounds are jobs. When a job first appears, the learner draws a member from the pool with a
 seeded RNG and that member decides for the job until it ends. Each member sees the observation
-filtered to its own jobs, with the spot capacity that members deciding before it (in the
-spot-priority order of their first job) asked for taken out. The learner gets its feedback
+filtered to its own jobs; since members cannot see each other's jobs, a spot request that jobs
+earlier in spot-priority order already hold moves to the cheapest allowed market with room
+left (else the simulator refuses it). The learner gets its feedback
 once the job's hard deadline has passed: only then is the market history every member would
 have run on realised. Each member is then replayed on that job alone through
 :func:`~solver.simulator.simulate` (jobs settled together whose allowed markets are disjoint
@@ -215,19 +216,14 @@ class PolicySelection:
         groups: dict[int, list[JobView]] = {}
         for view in obs.jobs:
             groups.setdefault(self._assigned[view.id].played, []).append(view)
-        left = np.array(obs.availability_now)
-        out: dict[str, Allocation] = {}
-        weight = self.selector.learner.probabilities()
-        for k, views in sorted(groups.items(), key=lambda g: (-weight[g[0]], g[0])):
+        answers: dict[str, Allocation] = {}
+        for k, views in groups.items():
             policy = self._live.get(k)
             if policy is None:
                 policy = self._live[k] = self.member_factory(self.selector.pool[k])
-            answer = policy.decide(replace(obs, jobs=tuple(views), availability_now=left.copy()))
-            for view in views:
-                if view.id in answer:
-                    choice = out[view.id] = answer[view.id]
-                    left[choice.market] -= min(choice.spot, int(left[choice.market]))
-        return out
+            answer = policy.decide(replace(obs, jobs=tuple(views)))
+            answers.update((v.id, answer[v.id]) for v in views if v.id in answer)
+        return _share_spot(obs, answers)
 
     def settle(self, realised: MarketData) -> None:
         """Settle every job whose hard deadline lies within ``realised``: the market data of
@@ -249,6 +245,28 @@ class PolicySelection:
             losses = round_losses(np.array(utilities[a.job.id]), bill, self.selector.loss_scale)
             self.selector.learn(a.job.id, a.round_, a.played, a.fallback, losses)
             del self._assigned[a.job.id]
+
+
+def _share_spot(obs: Observation, answers: dict[str, Allocation]) -> dict[str, Allocation]:
+    """Members decide without seeing each other's jobs; in spot-priority order, a spot request
+    that jobs before it already hold moves to the cheapest allowed market with room (the
+    current one first), and stays put (to be refused) when there is none."""
+    left = np.array(obs.availability_now)
+    out: dict[str, Allocation] = {}
+    for view in obs.jobs:
+        choice = answers.get(view.id)
+        if choice is None:
+            continue
+        if choice.spot > 0 and left[choice.market] < choice.spot:
+            current = view.current.market if view.current is not None else -1
+            room = [(float(obs.price_now[i]), i != current, i)
+                    for i, m in enumerate(obs.markets)
+                    if view.job.may_use(m.key) and left[i] >= choice.spot]
+            if room:
+                choice = Allocation(min(room)[2], choice.spot, choice.on_demand)
+        left[choice.market] -= min(choice.spot, int(left[choice.market]))
+        out[view.id] = choice
+    return out
 
 
 def independent_groups(jobs: list[Job], data: MarketData) -> list[list[Job]]:

@@ -148,6 +148,19 @@ def test_losses_are_shares_of_the_on_demand_bill_below_the_best_member():
     assert losses.tolist() == pytest.approx([0.0, 0.5, 1.0])
 
 
+def test_members_asking_for_the_same_spot_are_spread_over_markets_with_room():
+    data = flat_data([[1.0] * 6, [1.5] * 6, [1.2] * 6], [[1] * 6, [1] * 6, [0] * 6])
+    a = job("a", workload=3.0, soft=5 * HOUR)
+    b = job("b", workload=3.0, soft=6 * HOUR)
+    # Neither member knows the other's job (nor does greedy track its own jobs' claims).
+    pool = (Member("greedy"), Member("spot-only"))
+    policy = PolicySelection(Selector(pool, seed=0), fallback=Member("greedy"))
+    result = run(data, [a, b], policy)
+    first = {job_id: alloc for t, job_id, alloc in result.decisions if t == 0}
+    assert first["a"].market == 0 and first["b"].market == 1
+    assert all(r.refusals == 0 for r in result.jobs)
+
+
 def test_jobs_on_disjoint_markets_replay_together():
     data = flat_data(np.ones((3, 4)), np.ones((3, 4), int))
     keys = [m.key for m in data.markets]

@@ -430,5 +430,41 @@ def dev_kafka(
         raise typer.Exit(1) from exc
 
 
+@app.command()
+def evaluate(
+    trace: Annotated[list[Path] | None, typer.Option(
+        help="Trace file (any supported format); repeat for more. Default: a synthetic market "
+        "of 6 zones over 46 days of 195 s ticks.", exists=True, dir_okay=False)] = None,
+    scenario: Annotated[list[str] | None, typer.Option(
+        help="Scenario: cant-be-late or fine-tune; repeat for both (the default).")] = None,
+    policy: Annotated[list[str] | None, typer.Option(
+        help="Policy to evaluate; repeat for more. Default: every registered one but the "
+        "scenario's slow ones (docs/evaluation.md).")] = None,
+    windows: Annotated[int, typer.Option(min=1, help="Seeded windows per scenario.")] = 30,
+    seed: Annotated[int, typer.Option(help="Seed of the windows, workloads and learners.")] = 0,
+    plots: Annotated[Path | None, typer.Option(
+        help="Directory for PNG plots (adds the CHC sensitivity study).", file_okay=False)] = None,
+    json_file: Annotated[Path | None, typer.Option(
+        "--json", help="File for the JSON summary.", dir_okay=False)] = None,
+) -> None:
+    """Evaluate policies over seeded windows of a trace (Can't Be Late and fine-tuning)."""
+    from solver.scenarios import SCENARIOS
+    from streams.evaluate_report import run_evaluation
+
+    try:
+        if trace:
+            from streams.traces import load_traces
+
+            ticks, source = load_traces(trace), ", ".join(p.name for p in trace)
+        else:
+            spec = SyntheticMarketSpec(seed=seed, n_markets=6, days=46, tick_seconds=195)
+            ticks, source = synthetic_ticks(spec), f"synthetic market (seed {seed})"
+        run_evaluation(ticks, source, scenario or list(SCENARIOS), policy, windows, seed,
+                       console, plots, json_file)
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+
+
 def main() -> None:
     app()

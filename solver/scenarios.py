@@ -1,0 +1,185 @@
+"""Evaluation scenarios: seeded windows of market ticks, each with the jobs to run in it.
+
+* ``cant-be-late`` sets up the Can't Be Late experiment (DESIGN §5): slots are the trace's
+  ticks (``tick_slots``), windows of ``window_ticks`` ticks start at
+  ``sorted(random.Random(seed).sample(range(n_ticks - window_ticks + 1), windows))``, and each
+  window holds one single-instance job per market, confined to that market: ``work_hours`` of
+  work (``alpha = 1``, ``beta = 0``) due ``deadline`` hours after the window starts, with soft
+  = hard deadline. One case per (deadline, restart overhead). The job is worth its on-demand
+  bill under the simulator's billing (so on-demand only has utility 0 and a policy's utility
+  is what it saves) until the deadline; a miss costs ``miss_penalty_factor`` times that.
+* ``fine-tune`` runs several multi-instance fine-tuning jobs per window on hourly slots
+  (``build_market_data``), competing for spot capacity in every market: jobs from
+  :func:`~solver.workload.generate_jobs` (``n_min = n_max / 2``, ``n_max`` up to 8,
+  ``H(n) = n + beta``, soft and hard deadlines, a value falling from the soft to the hard
+  deadline); each release is moved back to its slot's start, so no job loses part of its
+  window waiting for the next boundary. Probe traces, whose counts are only 0 or 1, are read
+  as "``capacity_per_probe`` instances obtainable, or none": availability ×
+  ``capacity_per_probe``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from solver.job import Job
+from solver.market import SECONDS_PER_HOUR, MarketData, MarketTicks, build_market_data, tick_slots
+from solver.workload import WorkloadSpec, generate_jobs
+
+SCENARIOS = ("cant-be-late", "fine-tune")
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One window of market data and the jobs released in it."""
+
+    data: MarketData
+    jobs: tuple[Job, ...]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One scenario case: its episodes, played in order."""
+
+    scenario: str
+    name: str
+    episodes: tuple[Episode, ...]
+
+    @property
+    def n_jobs(self) -> int:
+        return sum(len(e.jobs) for e in self.episodes)
+
+
+@dataclass(frozen=True)
+class CantBeLateSpec:
+    """The Can't Be Late setup (module doc)."""
+
+    work_hours: float = 48.0
+    deadlines_hours: tuple[float, ...] = (52.0, 60.0)
+    overheads_hours: tuple[float, ...] = (0.02, 0.2)
+    tick_seconds: float = 195.0
+    window_ticks: int = 1145
+    miss_penalty_factor: float = 10.0
+
+
+@dataclass(frozen=True)
+class FineTuneSpec:
+    """The fine-tuning setup (module doc)."""
+
+    slot_seconds: float = 3600.0
+    window_slots: int = 168
+    jobs_per_window: int = 8
+    capacity_per_probe: int = 8
+    workload: WorkloadSpec = field(default_factory=lambda: WorkloadSpec(
+        workload_range=(16.0, 96.0), n_max_choices=(2, 4, 8), slack_range=(1.3, 2.5)))
+
+
+def window_starts(n_slots: int, length: int, windows: int, seed: int) -> list[int]:
+    """``windows`` distinct window starts, sorted, drawn as Can't Be Late draws them."""
+    if windows < 1:
+        raise ValueError(f"windows={windows!r}: expected at least 1 window")
+    choices = n_slots - length + 1
+    if choices < windows:
+        raise ValueError(
+            f"windows={windows} of {length} slots: expected at most {max(choices, 0)} in "
+            f"{n_slots} slots"
+        )
+    return sorted(random.Random(seed).sample(range(choices), windows))
+
+
+def cant_be_late_cases(
+    ticks: Sequence[MarketTicks], windows: int, seed: int, spec: CantBeLateSpec = CantBeLateSpec()
+) -> list[Case]:
+    """One case per (deadline, restart overhead) of ``spec`` (module doc)."""
+    data = tick_slots(ticks, spec.tick_seconds)
+    starts = window_starts(data.n_slots, spec.window_ticks, windows, seed)
+    cases = []
+    for deadline in spec.deadlines_hours:
+        for overhead in spec.overheads_hours:
+            if spec.work_hours + overhead > deadline:
+                raise ValueError(
+                    f"deadline {deadline} h: expected at least work {spec.work_hours} h plus "
+                    f"restart overhead {overhead} h"
+                )
+            episodes = tuple(
+                Episode(window, _cant_be_late_jobs(window, k, deadline, overhead, spec))
+                for k, window in ((k, data.window(s, spec.window_ticks))
+                                  for k, s in enumerate(starts))
+            )
+            name = (f"cant-be-late {spec.work_hours:g}h/{deadline:g}h/{overhead:g}h")
+            cases.append(Case("cant-be-late", name, episodes))
+    return cases
+
+
+def _cant_be_late_jobs(
+    window: MarketData, k: int, deadline: float, overhead: float, spec: CantBeLateSpec
+) -> tuple[Job, ...]:
+    end = window.slot_start(window.n_slots)
+    due = window.origin + deadline * SECONDS_PER_HOUR
+    if due > end:
+        raise ValueError(
+            f"deadline {deadline} h: expected within the window of {spec.window_ticks} ticks "
+            f"({(end - window.origin) / SECONDS_PER_HOUR:.2f} h)"
+        )
+    ticks = math.ceil((spec.work_hours + overhead) * SECONDS_PER_HOUR / window.slot_seconds)
+    jobs = []
+    for market in window.markets:
+        value = ticks * window.slot_hours * market.on_demand_price
+        jobs.append(Job(
+            id=f"w{k:02d}-{market.zone}",
+            workload=spec.work_hours,
+            release=window.origin,
+            soft_deadline=due,
+            hard_deadline=due,
+            value=value,
+            value_at_hard_deadline=value,
+            miss_penalty=spec.miss_penalty_factor * value,
+            restart_overhead=overhead * SECONDS_PER_HOUR,
+            allowed_markets=(market.key,),
+        ))
+    return tuple(jobs)
+
+
+def fine_tune_case(
+    ticks: Sequence[MarketTicks], windows: int, seed: int, spec: FineTuneSpec = FineTuneSpec()
+) -> Case:
+    """Several competing multi-instance jobs per window on hourly slots (module doc)."""
+    data = build_market_data([_scaled(t, spec.capacity_per_probe) for t in ticks],
+                             spec.slot_seconds)
+    starts = window_starts(data.n_slots, spec.window_slots, windows, seed)
+    episodes = []
+    for k, start in enumerate(starts):
+        window = data.window(start, spec.window_slots)
+        jobs = generate_jobs(window, spec.jobs_per_window,
+                             replace(spec.workload, seed=seed * 1000 + k))
+        episodes.append(Episode(window, tuple(
+            replace(j, id=f"w{k:02d}-{j.id}", release=window.slot_start(window.slot_of(j.release)))
+            for j in jobs)))
+    return Case("fine-tune", "fine-tune", tuple(episodes))
+
+
+def _scaled(ticks: MarketTicks, capacity_per_probe: int) -> MarketTicks:
+    if int(np.max(ticks.available)) > 1:
+        return ticks
+    return replace(ticks, available=ticks.available * capacity_per_probe)
+
+
+def build_cases(
+    ticks: Sequence[MarketTicks], scenarios: Sequence[str], windows: int, seed: int
+) -> list[Case]:
+    """The cases of each named scenario, in order."""
+    unknown = [s for s in scenarios if s not in SCENARIOS]
+    if unknown:
+        raise ValueError(f"scenario={unknown[0]!r}: expected one of {', '.join(SCENARIOS)}")
+    cases: list[Case] = []
+    for scenario in scenarios:
+        if scenario == "cant-be-late":
+            cases += cant_be_late_cases(ticks, windows, seed)
+        else:
+            cases.append(fine_tune_case(ticks, windows, seed))
+    return cases

@@ -1,0 +1,87 @@
+import dataclasses
+
+import pytest
+
+from solver.evaluate import (
+    EvaluationSettings,
+    PolicyStats,
+    check_policies,
+    default_policies,
+    evaluate_case,
+    sensitivity,
+)
+from solver.scenarios import CantBeLateSpec, FineTuneSpec, cant_be_late_cases, fine_tune_case
+from solver.workload import WorkloadSpec
+from tests.solver.test_scenarios import probe_ticks
+from tests.traces_dir import needs_traces, traces_dir
+
+SMALL_CBL = CantBeLateSpec(work_hours=2.0, deadlines_hours=(3.0,), overheads_hours=(0.2,),
+                           window_ticks=80)
+
+
+def test_cant_be_late_case_statistics_per_policy():
+    case = cant_be_late_cases(probe_ticks(400), 4, 0, SMALL_CBL)[0]
+    names = ["on-demand", "greedy", "uniform-progress", "prediction-free", "policy-selection",
+             "optimum"]
+    result = evaluate_case(case, names)
+    assert list(result.policies) == names
+    stats = result.policies
+    assert all(s.runs == case.n_jobs == 8 for s in stats.values())
+    # A Can't Be Late job is worth its on-demand bill: on-demand only has utility 0.
+    assert stats["on-demand"].mean_utility == pytest.approx(0.0, abs=1e-9)
+    assert all(s.hard_deadline_misses == 0 for s in stats.values())
+    best = max(s.mean_utility for s in stats.values())
+    assert stats["optimum"].mean_utility == pytest.approx(best)
+    assert result.regret.rounds == case.n_jobs
+    assert len(result.pool) == 6 and all(p.startswith("prediction-free") for p in result.pool)
+
+
+def test_policy_names_are_checked_and_slow_ones_left_out_by_default():
+    with pytest.raises(ValueError, match=r"policy='fastest': expected one of on-demand, "):
+        check_policies(["greedy", "fastest"])
+    assert "chc" not in default_policies("cant-be-late")
+    assert "optimum" in default_policies("cant-be-late")
+    assert "optimum" not in default_policies("fine-tune")
+    assert "chc" in default_policies("fine-tune")
+
+
+def test_stats_of_no_runs_are_zero():
+    assert PolicyStats.of([]) == PolicyStats(0, 0.0, 0.0, 0, 0)
+
+
+def test_sensitivity_falls_back_when_forecasts_are_poor():
+    spec = FineTuneSpec(window_slots=48, jobs_per_window=3, workload=WorkloadSpec(
+        workload_range=(8.0, 24.0), n_max_choices=(2, 4), slack_range=(1.3, 2.0)))
+    case = fine_tune_case(probe_ticks(n_ticks=20 * 72, tick=180.0), 2, 0, spec)
+    settings = dataclasses.replace(EvaluationSettings(), sensitivity_errors=(0.0, 1.0),
+                                   chc_window=4)
+    points = sensitivity(case, 0, settings)
+    assert [p.error for p in points] == [0.0, 1.0]
+    assert points[0].fallback_share == 0.0 and points[1].fallback_share > 0.5
+    assert points[0].mean_utility["prediction-free"] == points[1].mean_utility["prediction-free"]
+    assert set(points[0].mean_utility) == {"chc", "prediction-free", "policy-selection"}
+
+
+SKYNOMAD = "skynomad-artifact/aws_p3.2xlarge_availability_and_spot_price_2023-02-15_to_2023-04-02.csv.gz"
+
+
+@pytest.fixture(scope="module")
+def skynomad_cases():
+    from streams.traces import load_trace
+
+    return cant_be_late_cases(load_trace(traces_dir() / SKYNOMAD), 30, 0)
+
+
+@pytest.mark.traces
+@needs_traces
+def test_cant_be_late_on_the_real_trace_matches_the_reference_simulator(skynomad_cases):
+    low, high = skynomad_cases[0], skynomad_cases[1]  # 48 h / 52 h at 0.02 h and 0.2 h
+    assert low.name == "cant-be-late 48h/52h/0.02h" and low.n_jobs == 180
+    stats = evaluate_case(low, ["on-demand", "greedy"]).policies
+    assert stats["on-demand"].mean_cost_usd == pytest.approx(147.02, abs=0.005)  # DESIGN §5
+    assert stats["greedy"].mean_cost_usd == pytest.approx(105.53, rel=1e-3)
+    few = dataclasses.replace(high, episodes=high.episodes[:10])
+    stats = evaluate_case(few, ["on-demand", "uniform-progress", "prediction-free"]).policies
+    assert stats["on-demand"].mean_cost_usd == pytest.approx(147.52, abs=0.005)
+    assert stats["prediction-free"].mean_cost_usd < stats["uniform-progress"].mean_cost_usd
+    assert stats["prediction-free"].hard_deadline_misses == 0

@@ -1,0 +1,81 @@
+import random
+
+import numpy as np
+import pytest
+
+from solver.market import Market, MarketTicks
+from solver.scenarios import (
+    CantBeLateSpec,
+    FineTuneSpec,
+    build_cases,
+    cant_be_late_cases,
+    fine_tune_case,
+    window_starts,
+)
+
+
+def probe_ticks(n_ticks=1400, tick=195.0, zones=("us-east-1a", "us-west-2b"), seed=0):
+    """A 0/1 probe trace with a price step series per zone."""
+    rng = np.random.default_rng(seed)
+    times = 1_700_000_000.0 + tick * np.arange(n_ticks)
+    return [MarketTicks(Market("aws", zone[:-1], zone, "p3.2xlarge", 3.06), times,
+                        np.round(rng.uniform(0.9, 1.8, n_ticks), 2),
+                        (rng.random(n_ticks) < 0.6).astype(int))
+            for zone in zones]
+
+
+def test_window_starts_are_the_cant_be_late_draw():
+    expected = sorted(random.Random(0).sample(range(0, 20158 - 1145 + 1), 30))
+    assert window_starts(20158, 1145, 30, 0) == expected
+    with pytest.raises(ValueError, match="windows=3 of 10 slots: expected at most 2"):
+        window_starts(11, 10, 3, 0)
+    with pytest.raises(ValueError, match="windows=0"):
+        window_starts(11, 10, 0, 0)
+
+
+def test_cant_be_late_cases_confine_one_job_per_market_worth_its_on_demand_bill():
+    spec = CantBeLateSpec(work_hours=2.0, deadlines_hours=(3.0, 4.0), window_ticks=80)
+    cases = cant_be_late_cases(probe_ticks(200), 3, 0, spec)
+    assert [c.name for c in cases] == [
+        "cant-be-late 2h/3h/0.02h", "cant-be-late 2h/3h/0.2h",
+        "cant-be-late 2h/4h/0.02h", "cant-be-late 2h/4h/0.2h"]
+    episode = cases[1].episodes[0]
+    assert episode.data.n_slots == 80 and episode.data.slot_seconds == 195.0
+    for job, market in zip(episode.jobs, episode.data.markets, strict=True):
+        assert job.allowed_markets == (market.key,)
+        assert job.release == episode.data.origin
+        assert job.soft_deadline == job.hard_deadline == job.release + 3 * 3600
+        assert (job.n_min, job.n_max, job.alpha, job.beta) == (1, 1, 1.0, 0.0)
+        # ceil((2 h + 0.2 h) / 195 s) = 41 ticks at 3.06 USD/h.
+        assert job.value == pytest.approx(41 * 195 / 3600 * 3.06)
+        assert job.miss_penalty == pytest.approx(10 * job.value)
+    assert len({j.id for c in cases[:1] for e in c.episodes for j in e.jobs}) == 6
+
+
+def test_cant_be_late_rejects_deadlines_outside_the_window():
+    with pytest.raises(ValueError, match="deadline 9.0 h: expected within the window"):
+        cant_be_late_cases(probe_ticks(200), 1, 0,
+                           CantBeLateSpec(work_hours=2.0, deadlines_hours=(9.0,), window_ticks=80))
+    with pytest.raises(ValueError, match="deadline 2.0 h: expected at least work"):
+        cant_be_late_cases(probe_ticks(200), 1, 0,
+                           CantBeLateSpec(work_hours=2.0, deadlines_hours=(2.0,), window_ticks=80))
+
+
+def test_fine_tune_scales_probe_capacity_and_releases_on_slot_starts():
+    ticks = probe_ticks(n_ticks=24 * 60 // 3 * 8, tick=180.0)
+    spec = FineTuneSpec(window_slots=96, jobs_per_window=5)
+    case = fine_tune_case(ticks, 2, 0, spec)
+    assert case.name == "fine-tune" and case.n_jobs == 10
+    for episode in case.episodes:
+        assert episode.data.slot_seconds == 3600.0
+        assert set(np.unique(episode.data.availability)) <= {0, 8}
+        for j in episode.jobs:
+            assert (j.release - episode.data.origin) % 3600 == 0
+            assert j.n_max in (2, 4, 8) and j.n_min == j.n_max // 2
+            assert j.release < j.soft_deadline <= j.hard_deadline
+    assert len({j.id for e in case.episodes for j in e.jobs}) == 10
+
+
+def test_build_cases_names_an_unknown_scenario():
+    with pytest.raises(ValueError, match="scenario='spot': expected one of cant-be-late"):
+        build_cases(probe_ticks(200), ["spot"], 1, 0)

@@ -1,0 +1,52 @@
+import json
+
+import numpy as np
+from typer.testing import CliRunner
+
+from streams.cli import app
+
+
+def write_probe_trace(path, hours=30, zones=("us-east-1a", "us-west-2b")):
+    """A small SkyNomad-format trace: 195 s probes with 0/1 availability and a spot price."""
+    rng = np.random.default_rng(1)
+    lines = ["timestamp_utc,zone,instance_type,tick,available,spot_price_usd_per_hour"]
+    n = int(hours * 3600 / 195)
+    for zone in zones:
+        for tick in range(n):
+            seconds = 1_676_498_896 + 195 * tick
+            stamp = np.datetime64(seconds, "s").astype(str) + "Z"
+            lines.append(f"{stamp},{zone},p3.2xlarge,{tick},{int(rng.random() < 0.7)},"
+                         f"{1.0 + 0.2 * (tick // 200 % 3):.4f}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_evaluate_prints_tables_and_writes_json_and_plots(tmp_path):
+    trace = write_probe_trace(tmp_path / "probe.csv", hours=200)
+    result = CliRunner().invoke(app, [
+        "evaluate", "--trace", str(trace), "--scenario", "fine-tune", "--windows", "2",
+        "--policy", "on-demand", "--policy", "prediction-free", "--policy", "policy-selection",
+        "--json", str(tmp_path / "out.json"), "--plots", str(tmp_path / "plots")])
+    assert result.exit_code == 0, result.output
+    assert "fine-tune" in result.output and "prediction-free" in result.output
+    summary = json.loads((tmp_path / "out.json").read_text())
+    (scenario,) = summary["scenarios"]
+    assert scenario["name"] == "fine-tune"
+    assert list(scenario["policies"]) == ["on-demand", "prediction-free", "policy-selection"]
+    assert set(scenario["policies"]["on-demand"]) == {
+        "runs", "mean_cost_usd", "mean_utility", "hard_deadline_misses", "soft_deadline_misses"}
+    assert scenario["policies"]["on-demand"]["runs"] == 16
+    for png in ("utility_cost.png", "sensitivity.png", "regret.png"):
+        assert (tmp_path / "plots" / png).stat().st_size > 0
+
+
+def test_evaluate_names_an_unknown_policy_and_too_many_windows(tmp_path):
+    trace = write_probe_trace(tmp_path / "probe.csv", hours=70)
+    runner = CliRunner()
+    result = runner.invoke(app, ["evaluate", "--trace", str(trace), "--policy", "oracle"])
+    assert result.exit_code == 2
+    assert "policy='oracle': expected one of on-demand" in result.output
+    result = runner.invoke(app, ["evaluate", "--trace", str(trace), "--scenario",
+                                 "cant-be-late", "--windows", "200"])
+    assert result.exit_code == 2
+    assert "windows=200 of 1145 slots: expected at most 148" in result.output

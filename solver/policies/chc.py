@@ -24,7 +24,8 @@ solved before the job arrived has no say; one that planned it idle counts as 0 i
 **Repair**, in the simulator's spot-priority order: a job whose rounded allocation would
 leave work that on-demand at ``N_max`` can no longer finish by the target deadline (Greedy's
 safety net, :func:`~solver.policies.common.must_use_on_demand`, applied to the allocation
-chosen rather than to idling) runs ``N_max`` instances — its rounded allocation (else spot
+chosen rather than to idling; an allocation holding spot is credited no work, since the spot
+may be lost in the slot) runs ``N_max`` instances — its rounded allocation (else spot
 where the boundary offers it, else on-demand) topped up with on-demand; then spot is capped
 by the availability the boundary shows less what jobs before took, the shortfall moving to
 on-demand.
@@ -178,10 +179,11 @@ def _repair(obs: Observation, wanted: Mapping[str, Allocation | None]) -> Decisi
 
 def _keeps_deadline(obs: Observation, view: JobView, choice: Allocation | None) -> bool:
     """True when, after this slot run with ``choice`` (``None``: idle), the job finishes or
-    can still finish on on-demand at ``N_max`` by its target deadline, one restart included."""
+    can still finish on on-demand at ``N_max`` by its target deadline, one restart included.
+    An allocation with spot in it is credited no work: the spot may be lost in the slot."""
     job = view.job
     remaining = view.remaining
-    if choice is not None:
+    if choice is not None and choice.spot == 0:
         overhead = view.pending_overhead if choice == view.current else job.restart_overhead
         productive = max(0.0, obs.slot_seconds - overhead)
         remaining -= job.throughput(choice.total) * productive / 3600.0

@@ -21,7 +21,7 @@ import numpy as np
 
 from solver.experts import RegretTrace
 from solver.job import Job, JobResult
-from solver.market import MarketData
+from solver.market import SECONDS_PER_HOUR, MarketData
 from solver.optimize.backends import SolverLimits
 from solver.policies import POLICIES, make_policy
 from solver.policies.forecast_error import ForecastErrorMonitor
@@ -55,7 +55,9 @@ Progress = Callable[[int], None]
 class EvaluationSettings:
     """How the forecast-driven, learning and planning policies are set up.
 
-    ``chc_window``/``chc_commitment`` configure the stand-alone ``chc``. The selection pool is
+    ``chc_window_hours`` (rounded to whole slots) and ``chc_commitment`` configure the
+    stand-alone ``chc``: the window must see far enough for the plan to spend a job's slack
+    well (a day covers half of a Can't Be Late job's 52 hours). The selection pool is
     :data:`~solver.policies.selection.PREDICTION_FREE_GRID` plus, where ``chc`` is in it,
     :data:`~solver.policies.selection.CHC_GRID`; ``pool_with_chc`` names the scenarios that
     include it (on the Can't Be Late 195 s ticks, CHC solves a window program every tick of
@@ -63,7 +65,7 @@ class EvaluationSettings:
     integer program.
     """
 
-    chc_window: int = 12
+    chc_window_hours: float = 24.0
     chc_commitment: int = 1
     chc_forecast: Literal["learned", "oracle"] = "learned"
     learner: str = "hedge"
@@ -72,6 +74,18 @@ class EvaluationSettings:
         default_factory=lambda: SolverLimits(deterministic_seconds=20.0, relative_gap=1e-3))
     sensitivity_errors: tuple[float, ...] = (0.0, 0.2, 0.5, 1.0)
     error_threshold: float = 0.15
+
+
+    def __post_init__(self) -> None:
+        if self.chc_forecast not in ("learned", "oracle"):
+            raise ValueError(f"chc_forecast={self.chc_forecast!r}: expected learned or oracle")
+        if not self.chc_window_hours > 0:
+            raise ValueError(
+                f"chc_window_hours={self.chc_window_hours!r}: expected a positive duration")
+
+    def chc_window(self, slot_seconds: float) -> int:
+        """The stand-alone ``chc`` window in slots of ``slot_seconds``."""
+        return max(1, round(self.chc_window_hours * SECONDS_PER_HOUR / slot_seconds))
 
 
 DEFAULT_SETTINGS = EvaluationSettings()
@@ -195,7 +209,8 @@ def _play(name: str, episode: Episode, settings: EvaluationSettings) -> list[Job
     if name == "chc":
         forecast = (OracleForecast(data) if settings.chc_forecast == "oracle"
                     else LearnedForecast())
-        policy: Policy = make_policy("chc", forecast=forecast, window=settings.chc_window,
+        policy: Policy = make_policy("chc", forecast=forecast,
+                                     window=settings.chc_window(data.slot_seconds),
                                      commitment=settings.chc_commitment)
     else:
         policy = make_policy(name)
@@ -264,7 +279,8 @@ def sensitivity(
         chc: list[JobResult] = []
         for k, episode in enumerate(case.episodes):
             policy = make_policy("chc", forecast=noisy(k, episode.data),
-                                 window=settings.chc_window, commitment=settings.chc_commitment)
+                                 window=settings.chc_window(episode.data.slot_seconds),
+                                 commitment=settings.chc_commitment)
             chc += simulate(episode.data, list(episode.jobs), policy).jobs
             if progress is not None:
                 progress(1)

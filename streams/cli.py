@@ -446,8 +446,14 @@ def evaluate(
         help="Directory for PNG plots (adds the CHC sensitivity study).", file_okay=False)] = None,
     json_file: Annotated[Path | None, typer.Option(
         "--json", help="File for the JSON summary.", dir_okay=False)] = None,
+    chc_forecast: Annotated[str, typer.Option(
+        help="What chc plans on: learned (the online forecasters) or oracle (the realised "
+        "market: perfect forecasts).")] = "learned",
+    chc_window_hours: Annotated[float, typer.Option(
+        help="chc's window, hours (> 0).")] = 24.0,
 ) -> None:
     """Evaluate policies over seeded windows of a trace (Can't Be Late and fine-tuning)."""
+    from solver.evaluate import EvaluationSettings
     from solver.scenarios import SCENARIOS
     from streams.evaluate_report import run_evaluation
 
@@ -459,8 +465,10 @@ def evaluate(
         else:
             spec = SyntheticMarketSpec(seed=seed, n_markets=6, days=46, tick_seconds=195)
             ticks, source = synthetic_ticks(spec), f"synthetic market (seed {seed})"
+        settings = EvaluationSettings(chc_window_hours=chc_window_hours,
+                                      chc_forecast=chc_forecast)  # type: ignore[arg-type]
         run_evaluation(ticks, source, scenario or list(SCENARIOS), policy, windows, seed,
-                       console, plots, json_file)
+                       console, plots, json_file, settings)
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc

@@ -54,7 +54,7 @@ def test_sensitivity_falls_back_when_forecasts_are_poor():
         workload_range=(8.0, 24.0), n_max_choices=(2, 4), slack_range=(1.3, 2.0)))
     case = fine_tune_case(probe_ticks(n_ticks=20 * 72, tick=180.0), 2, 0, spec)
     settings = dataclasses.replace(EvaluationSettings(), sensitivity_errors=(0.0, 1.0),
-                                   chc_window=4)
+                                   chc_window_hours=4.0)
     points = sensitivity(case, 0, settings)
     assert [p.error for p in points] == [0.0, 1.0]
     assert points[0].fallback_share == 0.0 and points[1].fallback_share > 0.5

@@ -1,9 +1,13 @@
-"""The Faust application: thin agents that decode, call a pipeline stage, and encode.
+"""The worker: decode each input message, call a pipeline stage, and encode its outputs.
 
-Each agent keeps one stage per partition it owns. When a worker takes over a partition in the
-middle of its log (a restart, or a rebalance), it first rebuilds the stage by re-reading the
-partition from the beginning up to that point, so no job state is lost; anything re-emitted
-carries the same idempotency key as before.
+The market stage runs on a batched consumer of its own inside the worker
+(:class:`streams.tick_consumer.TickConsumer`, group ``<app id>.market-ticks``); the epoch
+coordinator and the scheduler are Faust agents (group ``<app id>``).
+
+Each of them keeps one stage per partition it owns. When a worker takes over a partition in
+the middle of its log (a restart, or a rebalance), it first rebuilds the stage by re-reading
+the partition from the beginning up to that point, so no job state is lost; anything
+re-emitted carries the same idempotency key as before.
 """
 
 from __future__ import annotations
@@ -11,11 +15,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import faust
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from prometheus_client import CollectorRegistry
 
 from solver.policies import make_policy
@@ -37,13 +41,14 @@ from streams.metrics import PipelineMetrics
 from streams.pipeline import EpochCoordinator, MarketStage, PartitionScheduler, RejectedEvent
 from streams.replay_events import partition_for
 from streams.settings import Settings
+from streams.tick_consumer import TickConsumer
 
 log = logging.getLogger(__name__)
-Stage = TypeVar("Stage")
 
 TICKS = (PriceTick, AvailabilityTick)
 BATCH = 500
-"""Events taken from a stream at once; their outputs are delivered before the next batch."""
+"""Events an agent takes from its stream at once; their outputs are delivered before the next
+batch."""
 BATCH_WAIT_SECONDS = 0.05
 JOB_EVENTS = (JobSubmitted, JobProgress, JobCancelled, JobFinished, EpochClosed)
 
@@ -132,7 +137,6 @@ def create_app(settings: Settings, registry: CollectorRegistry | None = None) ->
         store="memory://",
     )
     topics = settings.topics
-    ticks = app.topic(topics.market_ticks, partitions=settings.market_partitions)
     boundaries = app.topic(topics.market_boundaries, partitions=1)
     job_events = app.topic(topics.job_events, partitions=settings.job_partitions)
     decisions = app.topic(topics.decisions, partitions=settings.job_partitions)
@@ -147,17 +151,16 @@ def create_app(settings: Settings, registry: CollectorRegistry | None = None) ->
         """Hand a message to the producer; returns its delivery, to await per batch."""
         return await topic.send(key=key.encode(), value=value, partition=partition)
 
-    async def dead_letter(event: Any, error: Exception, source: str) -> None:
-        message = event.message
-        letter = DeadLetter.from_raw(
-            bytes(event.value or b""), error, source_topic=source,
-            event_time=message.timestamp / 1000.0 if message.timestamp else 0.0,
-            partition=message.partition, offset=message.offset,
-        )
-        log.warning("dead letter from %s[%d]@%d: %s", source, message.partition,
-                    message.offset, letter.reason)
+    async def dead_letter(raw: bytes, error: Exception, source: str, partition: int,
+                          offset: int, timestamp: float | None) -> Awaitable[Any]:
+        """Send a rejected message (``timestamp`` in Unix seconds) to the dead-letter topic;
+        returns its delivery."""
+        letter = DeadLetter.from_raw(raw, error, source_topic=source,
+                                     event_time=timestamp or 0.0, partition=partition,
+                                     offset=offset)
+        log.warning("dead letter from %s[%d]@%d: %s", source, partition, offset, letter.reason)
         metrics.dead_lettered(source, error)
-        await (await send(dead_letters, letter.key, dump_event(letter), 0))
+        return await send(dead_letters, letter.key, dump_event(letter), 0)
 
     markets = PartitionStages(settings, topics.market_ticks,
                               lambda: MarketStage(catalogue, settings.slot_seconds), TICKS)
@@ -171,47 +174,60 @@ def create_app(settings: Settings, registry: CollectorRegistry | None = None) ->
         JOB_EVENTS,
     )
 
-    async def process(stages: PartitionStages, event: Any, accepts: tuple[type, ...]) -> list:
-        message = event.message
+    async def process(stages: PartitionStages, raw: bytes, partition: int, offset: int,
+                      timestamp: float | None, deliveries: list[Awaitable[Any]]) -> list:
+        """One message through its partition's stage; returns the stage's outputs. A rejected
+        message is dead-lettered, its delivery added to ``deliveries``."""
         metrics.consumed(stages.topic)
-        stage = await stages.stage(message.partition, message.offset)
+        stage = await stages.stage(partition, offset)
         try:
-            decoded = parse_event(bytes(event.value or b""))
-            if not isinstance(decoded, accepts):
+            decoded = parse_event(raw)
+            if not isinstance(decoded, stages.accepts):
                 raise RejectedEvent(
                     f"type={decoded.type!r}: expected one of "
-                    f"{', '.join(c.model_fields['type'].default for c in accepts)} on "
+                    f"{', '.join(c.model_fields['type'].default for c in stages.accepts)} on "
                     f"{stages.topic}"
                 )
             outputs = stage.handle(decoded)
             metrics.accepted(decoded)
             return outputs
         except (EventError, RejectedEvent) as exc:
-            await dead_letter(event, exc, stages.topic)
+            deliveries.append(
+                await dead_letter(raw, exc, stages.topic, partition, offset, timestamp))
             return []
 
-    @app.agent(ticks)
-    async def cut_market_slots(stream: faust.StreamT) -> None:
-        async for batch in stream.take_events(BATCH, within=BATCH_WAIT_SECONDS):
-            deliveries = []
-            for event in batch:
-                for out in await process(markets, event, TICKS):
-                    if isinstance(out, MarketBoundary):
-                        metrics.market_boundary(out)
-                        deliveries.append(await send(boundaries, out.key, dump_event(out), 0))
-                    else:
-                        metrics.market_forecast(out)
-                        deliveries.append(await send(
-                            forecasts, out.key, dump_event(out),
-                            partition_for(out.key, settings.market_partitions)))
-            await asyncio.gather(*deliveries)
+    async def process_event(stages: PartitionStages, event: faust.EventT,
+                            deliveries: list[Awaitable[Any]]) -> list:
+        """:func:`process` for an agent's event (Faust gives timestamps in seconds)."""
+        message = event.message
+        return await process(stages, bytes(event.value or b""), message.partition,
+                             message.offset, message.timestamp, deliveries)
+
+    async def cut_market_slots(records: Sequence[ConsumerRecord]) -> list[Awaitable[Any]]:
+        """The market stage over a batch of ticks; returns the deliveries of its outputs."""
+        deliveries: list[Awaitable[Any]] = []
+        for record in records:
+            timestamp = record.timestamp / 1000.0 if record.timestamp else None
+            for out in await process(markets, record.value or b"", record.partition,
+                                     record.offset, timestamp, deliveries):
+                if isinstance(out, MarketBoundary):
+                    metrics.market_boundary(out)
+                    deliveries.append(await send(boundaries, out.key, dump_event(out), 0))
+                else:
+                    metrics.market_forecast(out)
+                    deliveries.append(await send(
+                        forecasts, out.key, dump_event(out),
+                        partition_for(out.key, settings.market_partitions)))
+        return deliveries
+
+    app.service(TickConsumer(settings, cut_market_slots, beacon=app.beacon))
 
     @app.agent(boundaries)
     async def close_epochs(stream: faust.StreamT) -> None:
         async for batch in stream.take_events(BATCH, within=BATCH_WAIT_SECONDS):
             deliveries = []
             for event in batch:
-                for epoch in await process(coordinators, event, (MarketBoundary,)):
+                for epoch in await process_event(coordinators, event, deliveries):
                     metrics.epoch_closed(epoch, time.time())
                     for partition in range(settings.job_partitions):
                         deliveries.append(
@@ -223,7 +239,7 @@ def create_app(settings: Settings, registry: CollectorRegistry | None = None) ->
         async for batch in stream.take_events(BATCH, within=BATCH_WAIT_SECONDS):
             deliveries = []
             for event in batch:
-                made = await process(schedulers, event, JOB_EVENTS)
+                made = await process_event(schedulers, event, deliveries)
                 for decision in made:
                     deliveries.append(await send(
                         decisions, decision.key, dump_event(decision),

@@ -1,0 +1,121 @@
+"""The market-ticks path: a batched aiokafka consumer that runs inside the Faust worker.
+
+Faust dispatches every message through its stream machinery, which holds a worker to a few
+thousand messages per second; the ticks topic carries far more than the other inputs, so it
+is read by a plain consumer in a consumer group of its own (:func:`group_id`). A batch is
+handled, every delivery it started is awaited, and only then are its offsets committed:
+at-least-once, and whatever a batch emits again after a crash is identical to what it emitted
+the first time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
+from aiokafka.errors import CommitFailedError
+from mode import Service
+
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+
+MAX_RECORDS = 2000
+"""Records taken from the topic at once."""
+POLL_MS = 1000
+"""How long an idle poll waits for records (stopping cancels the wait)."""
+FETCH_WAIT_MS = 50
+"""How long the broker holds a fetch for caught-up partitions. aiokafka keeps one fetch in
+flight per broker and leaves out partitions whose records are still buffered, so a busy
+partition waits for the fetch of idle ones; Kafka's default, 500 ms, cost half the
+throughput in bench/bench_pipeline.py once one partition had caught up."""
+
+BatchHandler = Callable[[Sequence[ConsumerRecord]], Awaitable[list[Awaitable[Any]]]]
+"""Handles records (each partition's in offset order) and returns the deliveries it started."""
+
+
+def group_id(settings: Settings) -> str:
+    """The consumer group of the market-ticks path."""
+    return f"{settings.app_id}.market-ticks"
+
+
+class TickConsumer(Service):
+    """Feeds the market-ticks topic to ``handle`` in batches, committing after delivery.
+
+    Started with the Faust app (``app.service``) once its producer runs, and stopped before
+    it: stopping lets the batch in flight finish (handled, delivered, committed), stops
+    consuming, then leaves the group. An error other than a failed commit crashes the worker,
+    which is safe to restart.
+    """
+
+    def __init__(self, settings: Settings, handle: BatchHandler, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.settings = settings
+        self.topic = settings.topics.market_ticks
+        self._handle = handle
+        self._batch = asyncio.Lock()
+        self._consumer: AIOKafkaConsumer | None = None
+        self._consuming: asyncio.Future[Any] | None = None
+
+    async def on_start(self) -> None:
+        self._consumer = AIOKafkaConsumer(
+            **self.settings.kafka_options(), group_id=group_id(self.settings),
+            enable_auto_commit=False, auto_offset_reset="earliest",
+            fetch_max_wait_ms=FETCH_WAIT_MS)
+        await self._consumer.start()
+        self._consumer.subscribe([self.topic], listener=_Handover(self._batch))
+        self._consuming = self.add_future(self._consume(self._consumer))
+
+    async def on_stop(self) -> None:
+        if self._consumer is None or self._consuming is None:
+            return
+        async with self._batch:  # the batch in flight is delivered and committed first
+            self._consuming.cancel()
+        await asyncio.wait([self._consuming])
+        await self._consumer.stop()
+
+    async def _consume(self, consumer: AIOKafkaConsumer) -> None:
+        while not self.should_stop:
+            # getmany returns nothing while a rebalance is under way, and the lock is then
+            # taken without yielding: a batch is handled and committed within one assignment.
+            batch = await consumer.getmany(timeout_ms=POLL_MS, max_records=MAX_RECORDS)
+            async with self._batch:
+                if batch:
+                    await asyncio.gather(*await self._handle(
+                        [record for records in batch.values() for record in records]))
+                    await self._commit(consumer, {tp: records[-1].offset + 1
+                                                  for tp, records in batch.items()})
+
+    async def _commit(
+        self, consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]
+    ) -> None:
+        try:
+            await consumer.commit(offsets)
+        except CommitFailedError as exc:
+            # The group moved on; the partition's new owner re-emits the same outputs.
+            log.warning("%s: commit of %s failed, left to the next owner: %s",
+                        group_id(self.settings), offsets, exc)
+
+
+class _Handover(ConsumerRebalanceListener):
+    """Lets a rebalance proceed only between batches, so a batch is committed by its owner.
+
+    A revoked partition's stage is kept, not dropped: :class:`streams.app.PartitionStages`
+    rebuilds a stage from the log whenever the offset it is given is not the one after the
+    last it handled. A stage that missed records handled elsewhere is therefore never used
+    stale, and one whose partition comes straight back (a stage is a function of its log up
+    to that offset) is reused without re-reading the log.
+    """
+
+    def __init__(self, batch: asyncio.Lock) -> None:
+        self._batch = batch
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        async with self._batch:
+            log.info("market-ticks partitions revoked: %s", sorted(tp.partition for tp in revoked))
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        log.info("market-ticks partitions assigned: %s", sorted(tp.partition for tp in assigned))

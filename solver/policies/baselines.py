@@ -1,14 +1,18 @@
 """The peers to beat: on-demand only, spot only, Greedy, and Uniform Progress (NSDI'24).
 
-Each decides every active job independently from the observation alone, so one instance can
-serve a whole simulation and keeps no state.
+Each decides from the observation alone, so one instance can serve a whole simulation and
+keeps no state. Jobs are decided in the simulator's spot-priority order, each asking only for
+the spot that the jobs before it left unclaimed in this slot.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from solver.job import Allocation
 from solver.policies.common import (
     cheapest_on_demand_count,
+    claim,
     must_use_on_demand,
     on_demand,
     spot,
@@ -42,7 +46,13 @@ class SpotOnly:
     name = "spot-only"
 
     def decide(self, obs: Observation) -> Decision:
-        return {v.id: a for v in obs.jobs if (a := spot(obs, v)) is not None}
+        left = np.array(obs.availability_now)
+        out: dict[str, Allocation] = {}
+        for view in obs.jobs:
+            if (a := spot(obs, view, left)) is not None:
+                out[view.id] = a
+                claim(left, a)
+        return out
 
 
 class Greedy:
@@ -52,12 +62,14 @@ class Greedy:
     name = "greedy"
 
     def decide(self, obs: Observation) -> Decision:
+        left = np.array(obs.availability_now)
         out: dict[str, Allocation] = {}
         for view in obs.jobs:
             if must_use_on_demand(obs, view):
                 out[view.id] = on_demand(obs, view)
-            elif (a := spot(obs, view)) is not None:
+            elif (a := spot(obs, view, left)) is not None:
                 out[view.id] = a
+                claim(left, a)
         return out
 
 
@@ -73,14 +85,16 @@ class UniformProgress:
     name = "uniform-progress"
 
     def decide(self, obs: Observation) -> Decision:
+        left = np.array(obs.availability_now)
         out: dict[str, Allocation] = {}
         for view in obs.jobs:
             if must_use_on_demand(obs, view):
                 out[view.id] = on_demand(obs, view)
                 continue
             behind = _behind_uniform_line(obs, view)
-            choice = spot(obs, view)
+            choice = spot(obs, view, left)
             if choice is not None:
+                claim(left, choice)
                 if behind and choice.spot < view.job.n_max:
                     choice = Allocation(choice.market, choice.spot, view.job.n_max - choice.spot)
                 out[view.id] = choice

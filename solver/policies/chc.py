@@ -167,7 +167,7 @@ def _repair(obs: Observation, wanted: Mapping[str, Allocation | None]) -> Decisi
     for view in obs.jobs:
         choice = wanted.get(view.id)
         if not _keeps_deadline(obs, view, choice):
-            choice = choice or spot(obs, view) or on_demand(obs, view)
+            choice = choice or spot(obs, view, left) or on_demand(obs, view)
             choice = Allocation(choice.market, choice.spot, view.job.n_max - choice.spot)
         if choice is None:
             continue

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from solver.job import Allocation
 from solver.policy import JobView, Observation
 
@@ -44,16 +46,20 @@ def on_demand(obs: Observation, view: JobView, n: int | None = None) -> Allocati
     return Allocation(on_demand_market(obs, view), spot=0, on_demand=n)
 
 
-def spot(obs: Observation, view: JobView) -> Allocation | None:
+def spot(obs: Observation, view: JobView, available: np.ndarray | None = None
+         ) -> Allocation | None:
     """Spot in the current market while it still offers ``n_min`` instances, else in the
-    cheapest allowed market that does; as many instances as available up to ``n_max``."""
+    cheapest allowed market that does; as many instances as available up to ``n_max``.
+    ``available`` (default: what the boundary shows) is the spot left per market."""
     job = view.job
     if not job.allow_spot:
         return None
+    if available is None:
+        available = obs.availability_now
     options = [
         (float(obs.price_now[i]), i)
         for i, m in enumerate(obs.markets)
-        if job.may_use(m.key) and obs.availability_now[i] >= job.n_min
+        if job.may_use(m.key) and available[i] >= job.n_min
     ]
     if not options:
         return None
@@ -62,7 +68,13 @@ def spot(obs: Observation, view: JobView) -> Allocation | None:
         market = current.market
     else:
         market = _cheapest(view, options)
-    return Allocation(market, spot=min(int(obs.availability_now[market]), job.n_max))
+    return Allocation(market, spot=min(int(available[market]), job.n_max))
+
+
+def claim(left: np.ndarray, choice: Allocation | None) -> None:
+    """Take ``choice``'s spot out of ``left``, the spot still unclaimed per market."""
+    if choice is not None:
+        left[choice.market] -= min(choice.spot, int(left[choice.market]))
 
 
 def cheapest_on_demand_count(obs: Observation, view: JobView, deadline: float) -> int:

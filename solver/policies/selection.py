@@ -4,7 +4,7 @@ Rounds are jobs. When a job first appears, the learner draws a member from the p
 seeded RNG and that member decides for the job until it ends. Each member sees the observation
 filtered to its own jobs; since members cannot see each other's jobs, a spot request that jobs
 earlier in spot-priority order already hold moves to the cheapest allowed market with room
-left (else the simulator refuses it). The learner gets its feedback
+left (else it is cut to what is left). The learner gets its feedback
 once the job's hard deadline has passed: only then is the market history every member would
 have run on realised. Each member is then replayed on that job alone through
 :func:`~solver.simulator.simulate` (jobs settled together whose allowed markets are disjoint
@@ -250,7 +250,8 @@ class PolicySelection:
 def _share_spot(obs: Observation, answers: dict[str, Allocation]) -> dict[str, Allocation]:
     """Members decide without seeing each other's jobs; in spot-priority order, a spot request
     that jobs before it already hold moves to the cheapest allowed market with room (the
-    current one first), and stays put (to be refused) when there is none."""
+    current one first). When there is none, the spot is cut to what is left, and the job idles
+    if that leaves it under ``N_min`` (the simulator would have refused the request)."""
     left = np.array(obs.availability_now)
     out: dict[str, Allocation] = {}
     for view in obs.jobs:
@@ -264,7 +265,11 @@ def _share_spot(obs: Observation, answers: dict[str, Allocation]) -> dict[str, A
                     if view.job.may_use(m.key) and left[i] >= choice.spot]
             if room:
                 choice = Allocation(min(room)[2], choice.spot, choice.on_demand)
-        left[choice.market] -= min(choice.spot, int(left[choice.market]))
+            else:
+                choice = Allocation(choice.market, int(left[choice.market]), choice.on_demand)
+                if choice.total < view.job.n_min:
+                    continue
+        left[choice.market] -= choice.spot
         out[view.id] = choice
     return out
 

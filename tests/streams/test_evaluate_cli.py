@@ -50,3 +50,14 @@ def test_evaluate_names_an_unknown_policy_and_too_many_windows(tmp_path):
                                  "cant-be-late", "--windows", "200"])
     assert result.exit_code == 2
     assert "windows=200 of 1145 slots: expected at most 148" in result.output
+
+
+def test_evaluate_names_a_bad_chc_setting(tmp_path):
+    trace = write_probe_trace(tmp_path / "probe.csv", hours=70)
+    runner = CliRunner()
+    result = runner.invoke(app, ["evaluate", "--trace", str(trace), "--chc-forecast", "psychic"])
+    assert result.exit_code == 2
+    assert "chc_forecast='psychic': expected learned or oracle" in result.output
+    result = runner.invoke(app, ["evaluate", "--trace", str(trace), "--chc-window-hours", "0"])
+    assert result.exit_code == 2
+    assert "chc_window_hours=0.0: expected a positive duration" in result.output

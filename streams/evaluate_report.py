@@ -84,9 +84,11 @@ def case_table(result: CaseResult, title: str) -> Table:
     caption = None
     if result.regret is not None and result.regret.rounds:
         rounds = result.regret.rounds
+        marks = sorted({max(1, rounds * k // 4) for k in (1, 2, 4)})
         bound = math.sqrt(rounds * math.log(len(result.pool)) / 2)
-        caption = (f"policy-selection regret after {rounds} rounds: "
-                   f"{result.regret.regret[-1]:.2f} (Hedge bound {bound:.2f})")
+        caption = ("policy-selection regret after " + ", ".join(
+            f"{t}: {result.regret.regret[t - 1]:.2f}" for t in marks) + " rounds"
+            f" (Hedge bound at {rounds}: {bound:.2f})")
     table = Table(title=title, caption=caption)
     for column in ("policy", "runs", "mean cost USD", "mean utility", "hard miss", "soft miss"):
         table.add_column(column, justify="left" if column == "policy" else "right")

@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy as np
 from typer.testing import CliRunner
@@ -29,6 +30,8 @@ def test_evaluate_prints_tables_and_writes_json_and_plots(tmp_path):
         "--json", str(tmp_path / "out.json"), "--plots", str(tmp_path / "plots")])
     assert result.exit_code == 0, result.output
     assert "fine-tune" in result.output and "prediction-free" in result.output
+    assert re.search(r"policy-selection regret after 4: [\d.]+, 8: [\d.]+, 16: [\d.]+",
+                     " ".join(result.output.split()))
     summary = json.loads((tmp_path / "out.json").read_text())
     (scenario,) = summary["scenarios"]
     assert scenario["name"] == "fine-tune"

@@ -138,9 +138,10 @@ class SensitivityPoint:
 
 
 SLOW_BY_DEFAULT = {"cant-be-late": ("chc",), "fine-tune": ("optimum",)}
-"""Policies left out of a scenario unless named: ``chc`` solves a window program every 195 s
-tick (about 100 s per Can't Be Late episode of six jobs); the hindsight program of eight
-competing fine-tuning jobs takes about 40 s per episode."""
+"""Policies left out of a scenario unless named: ``chc`` re-solves (and, with learned
+forecasts, forecasts) a day-long window every 195 s tick, about 15 s per Can't Be Late window
+of six jobs even with perfect forecasts; the hindsight program of eight competing fine-tuning
+jobs takes about a minute per window."""
 
 
 def default_policies(scenario: str) -> tuple[str, ...]:

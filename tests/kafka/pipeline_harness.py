@@ -139,3 +139,14 @@ def rows_from_jsonl(path: Path) -> list[tuple]:
 
     return sorted((d["epoch"], d["job_id"], d["market"], d["spot"], d["on_demand"])
                   for d in map(json.loads, path.read_text().splitlines()))
+
+
+def wait_for(read, done, timeout: float = 90.0):
+    """``read()`` once a second until ``done`` accepts its value (asserted after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    value = read()
+    while not done(value) and time.monotonic() < deadline:
+        time.sleep(1.0)
+        value = read()
+    assert done(value), value
+    return value

@@ -18,7 +18,7 @@ from streams.kafka_io import publish_replay
 from streams.pipeline import decision_rows
 from streams.replay_events import partition_for, trace_events
 from streams.settings import read_catalogue
-from tests.kafka.pipeline_harness import Pipeline, rows_from_jsonl
+from tests.kafka.pipeline_harness import Pipeline, rows_from_jsonl, wait_for
 from tests.traces_dir import needs_traces, traces_dir
 
 pytestmark = pytest.mark.kafka
@@ -106,7 +106,7 @@ def test_invalid_events_are_dead_lettered_while_valid_ones_flow(pipelines, tmp_p
                         hard_deadline=first.timestamp() + 3600)
     asyncio.run(_publish_raw(pipeline, [(ticks, market, dump_event(late)),
                                         (jobs, "too-late", dump_event(past))]))
-    letters = _wait_for(lambda: pipeline.dead_letters(), lambda ls: len(ls) >= 8)
+    letters = wait_for(lambda: pipeline.dead_letters(), lambda ls: len(ls) >= 8)
     reasons = " | ".join(d.reason for d in letters)
     for expected_reason in ("not valid JSON", "spot_price", "expected a market of the catalogue",
                             "colour", "JobSubmitted.workload", "not valid UTF-8", "late tick",
@@ -138,7 +138,7 @@ def test_a_killed_worker_restarts_without_losing_state_or_decisions(pipelines, t
     worker = pipeline.start_worker()
     pipeline.wait_until_joined(worker)
     asyncio.run(publish_replay(pipeline.settings, itertools.islice(events, half)))
-    _wait_for(pipeline.decisions, lambda ds: len(ds) >= 20)
+    wait_for(pipeline.decisions, lambda ds: len(ds) >= 20)
     worker.send_signal(signal.SIGKILL)
     worker.wait(timeout=30)
     asyncio.run(publish_replay(pipeline.settings, iter(events[half:])))
@@ -163,18 +163,6 @@ async def _publish_raw(pipeline: Pipeline, messages: list[tuple[str, str, bytes]
                                          partition=partition_for(key, counts[topic]))
     finally:
         await producer.stop()
-
-
-def _wait_for(read, done, timeout: float = 90.0):
-    import time
-
-    deadline = time.monotonic() + timeout
-    value = read()
-    while not done(value) and time.monotonic() < deadline:
-        time.sleep(1.0)
-        value = read()
-    assert done(value), value
-    return value
 
 
 def _run_cli(cwd, *args: str) -> str:

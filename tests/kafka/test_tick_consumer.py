@@ -4,7 +4,6 @@ middle of a batch is dead-lettered while the rest of the batch flows."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Sequence
 
 import pytest
@@ -18,7 +17,7 @@ from streams.replay_events import partition_for, trace_events
 from streams.settings import Settings, Topics
 from streams.tick_consumer import TickConsumer, group_id
 from streams.topics import ensure_topics
-from tests.kafka.pipeline_harness import Pipeline
+from tests.kafka.pipeline_harness import Pipeline, wait_for
 from tests.kafka_fixture import TopicFactory
 
 pytestmark = pytest.mark.kafka
@@ -95,7 +94,7 @@ def test_a_bad_tick_in_the_middle_of_a_batch_is_dead_lettered_and_the_rest_flows
     expected = sorted(dump_event(o) for o in outputs if isinstance(o, MarketBoundary))
     try:
         pipeline.start_worker()  # every tick is published first: the bad one lands mid-batch
-        boundaries = _wait_for(lambda: pipeline.read(settings.topics.market_boundaries),
+        boundaries = wait_for(lambda: pipeline.read(settings.topics.market_boundaries),
                                lambda seen: len(seen) >= len(expected))
         assert sorted(dump_event(b) for b in boundaries) == expected
         (letter,) = pipeline.dead_letters()
@@ -103,7 +102,7 @@ def test_a_bad_tick_in_the_middle_of_a_batch_is_dead_lettered_and_the_rest_flows
             bad_partition, bad.offset, b"{not json")
         assert letter.event_time.timestamp() == pytest.approx(bad.timestamp / 1000)
         ends = {p: end or None for p, end in asyncio.run(_end_offsets(settings)).items()}
-        _wait_for(lambda: asyncio.run(committed(settings, pipeline.market_partitions)),
+        wait_for(lambda: asyncio.run(committed(settings, pipeline.market_partitions)),
                   lambda offsets: offsets == ends)
     finally:
         pipeline.stop_workers()
@@ -126,11 +125,3 @@ async def _end_offsets(settings: Settings) -> dict[int, int]:
         await consumer.stop()
 
 
-def _wait_for(read, done, timeout: float = 90.0):
-    deadline = time.monotonic() + timeout
-    value = read()
-    while not done(value) and time.monotonic() < deadline:
-        time.sleep(1.0)
-        value = read()
-    assert done(value), value
-    return value

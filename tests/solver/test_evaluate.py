@@ -62,7 +62,8 @@ def test_sensitivity_falls_back_when_forecasts_are_poor():
     assert set(points[0].mean_utility) == {"chc", "prediction-free", "policy-selection"}
 
 
-SKYNOMAD = "skynomad-artifact/aws_p3.2xlarge_availability_and_spot_price_2023-02-15_to_2023-04-02.csv.gz"
+SKYNOMAD = ("skynomad-artifact/"
+            "aws_p3.2xlarge_availability_and_spot_price_2023-02-15_to_2023-04-02.csv.gz")
 
 
 @pytest.fixture(scope="module")

@@ -53,10 +53,10 @@ def test_cant_be_late_cases_confine_one_job_per_market_worth_its_on_demand_bill(
 
 
 def test_cant_be_late_rejects_deadlines_outside_the_window():
-    with pytest.raises(ValueError, match="deadline 9.0 h: expected within the window"):
+    with pytest.raises(ValueError, match=r"deadline 9\.0 h: expected within the window"):
         cant_be_late_cases(probe_ticks(200), 1, 0,
                            CantBeLateSpec(work_hours=2.0, deadlines_hours=(9.0,), window_ticks=80))
-    with pytest.raises(ValueError, match="deadline 2.0 h: expected at least work"):
+    with pytest.raises(ValueError, match=r"deadline 2\.0 h: expected at least work"):
         cant_be_late_cases(probe_ticks(200), 1, 0,
                            CantBeLateSpec(work_hours=2.0, deadlines_hours=(2.0,), window_ticks=80))
 

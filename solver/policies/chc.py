@@ -22,13 +22,12 @@ solved before the job arrived has no say; one that planned it idle counts as 0 i
    the rest on-demand.
 
 **Repair**, in the simulator's spot-priority order: a job whose rounded allocation would
-leave work that on-demand at ``N_max`` can no longer finish by the target deadline (Greedy's
-safety net, :func:`~solver.policies.common.must_use_on_demand`, applied to the allocation
-chosen rather than to idling; an allocation holding spot is credited no work, since the spot
-may be lost in the slot) runs ``N_max`` instances — its rounded allocation (else spot
-where the boundary offers it, else on-demand) topped up with on-demand; then spot is capped
-by the availability the boundary shows less what jobs before took, the shortfall moving to
-on-demand.
+leave work that on-demand at ``N_max`` can no longer finish by the target deadline (an
+allocation holding spot is credited no work, since the spot may be lost in the slot) runs
+on-demand at ``N_max`` — Greedy's safety net,
+:func:`~solver.policies.common.must_use_on_demand`, applied to the allocation chosen rather
+than to idling; then spot is capped by the availability the boundary shows less what jobs
+before took, the shortfall moving to on-demand.
 """
 
 from __future__ import annotations
@@ -46,7 +45,7 @@ from solver.optimize.backends import Backend, SolverLimits, solve_program
 from solver.optimize.decomposed import solve_decomposed
 from solver.optimize.plan import Plan
 from solver.optimize.program import build_program
-from solver.policies.common import on_demand, spot, target_deadline
+from solver.policies.common import on_demand, target_deadline
 from solver.policies.forecast_sources import ForecastSource, LearnedForecast, OracleForecast
 from solver.policy import Decision, JobView, Observation
 
@@ -167,8 +166,7 @@ def _repair(obs: Observation, wanted: Mapping[str, Allocation | None]) -> Decisi
     for view in obs.jobs:
         choice = wanted.get(view.id)
         if not _keeps_deadline(obs, view, choice):
-            choice = choice or spot(obs, view, left) or on_demand(obs, view)
-            choice = Allocation(choice.market, choice.spot, view.job.n_max - choice.spot)
+            choice = on_demand(obs, view)
         if choice is None:
             continue
         kept = min(choice.spot, int(left[choice.market])) if view.job.allow_spot else 0

@@ -123,7 +123,7 @@ class _Alternating:
 
 def test_receding_horizon_follows_each_plan_while_averaging_blends_them():
     data = flat_data([[0.5] * 8], [[2] * 8])
-    j = job(workload=15.0, soft=8 * HOUR, n_min=1, n_max=2, value=50.0, miss_penalty=50.0)
+    j = job(workload=13.0, soft=8 * HOUR, n_min=1, n_max=2, value=50.0, miss_penalty=50.0)
     forecast = _Alternating(data)
     rhc = simulate(data, [j], CommittedHorizonControl(forecast, window=2, commitment=1))
     averaged = simulate(data, [j], CommittedHorizonControl(forecast, window=2, commitment=2))

@@ -22,9 +22,8 @@ solved before the job arrived has no say; one that planned it idle counts as 0 i
    the rest on-demand.
 
 **Repair**, in the simulator's spot-priority order: a job whose rounded allocation would
-leave work that on-demand at ``N_max`` can no longer finish by the target deadline (an
-allocation holding spot is credited no work, since the spot may be lost in the slot) runs
-on-demand at ``N_max`` — Greedy's safety net,
+leave work that on-demand at ``N_max`` can no longer finish by the target deadline, or by the
+hard deadline should the slot's spot be lost, runs on-demand at ``N_max`` — Greedy's safety net,
 :func:`~solver.policies.common.must_use_on_demand`, applied to the allocation chosen rather
 than to idling; then spot is capped by the availability the boundary shows less what jobs
 before took, the shortfall moving to on-demand.
@@ -176,16 +175,23 @@ def _repair(obs: Observation, wanted: Mapping[str, Allocation | None]) -> Decisi
 
 
 def _keeps_deadline(obs: Observation, view: JobView, choice: Allocation | None) -> bool:
-    """True when, after this slot run with ``choice`` (``None``: idle), the job finishes or
-    can still finish on on-demand at ``N_max`` by its target deadline, one restart included.
-    An allocation with spot in it is credited no work: the spot may be lost in the slot."""
+    """True when, after this slot run with ``choice`` (``None``: idle), the job can still
+    finish on on-demand at ``N_max``, one restart included, by its target deadline, and by its
+    hard deadline even if the slot's spot is lost (spot is a fair bet for the soft deadline,
+    never for the hard one)."""
+    return (_finishable(obs, view, choice, credit_spot=True, by=target_deadline(obs, view))
+            and _finishable(obs, view, choice, credit_spot=False, by=view.job.hard_deadline))
+
+
+def _finishable(obs: Observation, view: JobView, choice: Allocation | None, credit_spot: bool,
+                by: float) -> bool:
     job = view.job
     remaining = view.remaining
-    if choice is not None and choice.spot == 0:
+    if choice is not None and (credit_spot or choice.spot == 0):
         overhead = view.pending_overhead if choice == view.current else job.restart_overhead
         productive = max(0.0, obs.slot_seconds - overhead)
         remaining -= job.throughput(choice.total) * productive / 3600.0
         if remaining <= 0:
             return True
     needed = job.restart_overhead + 3600.0 * job.hours_to_finish(remaining, job.n_max)
-    return obs.slot_end + needed <= target_deadline(obs, view)
+    return obs.slot_end + needed <= by

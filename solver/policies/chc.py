@@ -23,7 +23,8 @@ solved before the job arrived has no say; one that planned it idle counts as 0 i
 
 **Repair**, in the simulator's spot-priority order: a job whose rounded allocation would
 leave work that on-demand at ``N_max`` can no longer finish by the target deadline, or by the
-hard deadline should the slot's spot be lost, runs on-demand at ``N_max`` — Greedy's safety net,
+hard deadline should the slot's spot be lost (unless the forecast source is exact, as the
+oracle is), runs on-demand at ``N_max`` — Greedy's safety net,
 :func:`~solver.policies.common.must_use_on_demand`, applied to the allocation chosen rather
 than to idling; then spot is capped by the availability the boundary shows less what jobs
 before took, the shortfall moving to on-demand.
@@ -113,7 +114,7 @@ class CommittedHorizonControl:
         covering = [c.committed[obs.slot] for c in self._controllers.values()
                     if obs.slot in c.committed]
         return _repair(obs, {v.id: _average([c[v.id] for c in covering if v.id in c], v)
-                             for v in obs.jobs})
+                             for v in obs.jobs}, spot_is_safe=self.forecast.exact)
 
     def _solve(
         self, obs: Observation, previous: _Controller | None
@@ -158,13 +159,14 @@ def _average(opinions: list[Allocation | None], view: JobView) -> Allocation | N
     return Allocation(market, s, n - s)
 
 
-def _repair(obs: Observation, wanted: Mapping[str, Allocation | None]) -> Decision:
+def _repair(obs: Observation, wanted: Mapping[str, Allocation | None], spot_is_safe: bool
+            ) -> Decision:
     """Cap spot by the boundary's availability in priority order; apply the safety net."""
     left = np.array(obs.availability_now, dtype=np.int64)
     out: dict[str, Allocation] = {}
     for view in obs.jobs:
         choice = wanted.get(view.id)
-        if not _keeps_deadline(obs, view, choice):
+        if not _keeps_deadline(obs, view, choice, spot_is_safe):
             choice = on_demand(obs, view)
         if choice is None:
             continue
@@ -174,13 +176,15 @@ def _repair(obs: Observation, wanted: Mapping[str, Allocation | None]) -> Decisi
     return out
 
 
-def _keeps_deadline(obs: Observation, view: JobView, choice: Allocation | None) -> bool:
+def _keeps_deadline(obs: Observation, view: JobView, choice: Allocation | None,
+                    spot_is_safe: bool) -> bool:
     """True when, after this slot run with ``choice`` (``None``: idle), the job can still
     finish on on-demand at ``N_max``, one restart included, by its target deadline, and by its
     hard deadline even if the slot's spot is lost (spot is a fair bet for the soft deadline,
-    never for the hard one)."""
+    never for the hard one, unless the forecasts are exact)."""
     return (_finishable(obs, view, choice, credit_spot=True, by=target_deadline(obs, view))
-            and _finishable(obs, view, choice, credit_spot=False, by=view.job.hard_deadline))
+            and _finishable(obs, view, choice, credit_spot=spot_is_safe,
+                            by=view.job.hard_deadline))
 
 
 def _finishable(obs: Observation, view: JobView, choice: Allocation | None, credit_spot: bool,

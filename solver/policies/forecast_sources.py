@@ -19,7 +19,10 @@ from solver.policy import Observation
 
 class ForecastSource(Protocol):
     """Forecasts ``(price, availability)``, each ``(markets, horizon)``, for slots
-    ``obs.slot .. obs.slot + horizon - 1``."""
+    ``obs.slot .. obs.slot + horizon - 1``. ``exact``: the forecasts are the realised market,
+    so spot planned on them is never lost."""
+
+    exact: bool
 
     def forecast(self, obs: Observation, horizon: int) -> tuple[np.ndarray, np.ndarray]: ...
 
@@ -27,6 +30,8 @@ class ForecastSource(Protocol):
 class OracleForecast:
     """The true slot prices and availability (a perfect forecast); past the data's end the
     last slot is repeated."""
+
+    exact = True
 
     def __init__(self, data: MarketData) -> None:
         self.data = data
@@ -45,6 +50,8 @@ class NoisyOracleForecast:
     The draws depend only on ``seed`` and the slot forecast from, so the same observation
     always gets the same forecast.
     """
+
+    exact = False
 
     def __init__(self, data: MarketData, error: float = 0.1, flip: float = 0.0,
                  seed: int = 0) -> None:
@@ -74,6 +81,8 @@ class LearnedForecast:
     least ``threshold`` forecasts the market's last positive count, otherwise 0. A price the
     forecaster cannot give yet is the current price.
     """
+
+    exact = False
 
     def __init__(self, factory: MarketFactory | None = None, window: int = 24,
                  threshold: float = 0.5) -> None:

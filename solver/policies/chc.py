@@ -23,8 +23,9 @@ solved before the job arrived has no say; one that planned it idle counts as 0 i
 
 **Repair**, in the simulator's spot-priority order: a job whose rounded allocation would
 leave work that on-demand at ``N_max`` can no longer finish by the target deadline, or by the
-hard deadline should the slot's spot be lost (unless the forecast source is exact, as the
-oracle is), runs on-demand at ``N_max`` — Greedy's safety net,
+hard deadline should the slot's spot be lost, runs on-demand at ``N_max`` (with an exact
+forecast source, as the oracle is, spot is never lost: the job runs ``N_max`` instances, its
+rounded allocation, else spot, else on-demand, topped up with on-demand) — Greedy's safety net,
 :func:`~solver.policies.common.must_use_on_demand`, applied to the allocation chosen rather
 than to idling; then spot is capped by the availability the boundary shows less what jobs
 before took, the shortfall moving to on-demand.
@@ -45,7 +46,7 @@ from solver.optimize.backends import Backend, SolverLimits, solve_program
 from solver.optimize.decomposed import solve_decomposed
 from solver.optimize.plan import Plan
 from solver.optimize.program import build_program
-from solver.policies.common import on_demand, target_deadline
+from solver.policies.common import on_demand, spot, target_deadline
 from solver.policies.forecast_sources import ForecastSource, LearnedForecast, OracleForecast
 from solver.policy import Decision, JobView, Observation
 
@@ -167,13 +168,22 @@ def _repair(obs: Observation, wanted: Mapping[str, Allocation | None], spot_is_s
     for view in obs.jobs:
         choice = wanted.get(view.id)
         if not _keeps_deadline(obs, view, choice, spot_is_safe):
-            choice = on_demand(obs, view)
+            choice = _safe_allocation(obs, view, choice, left) if spot_is_safe \
+                else on_demand(obs, view)
         if choice is None:
             continue
         kept = min(choice.spot, int(left[choice.market])) if view.job.allow_spot else 0
         left[choice.market] -= kept
         out[view.id] = Allocation(choice.market, kept, choice.total - kept)
     return out
+
+
+def _safe_allocation(obs: Observation, view: JobView, choice: Allocation | None,
+                     left: np.ndarray) -> Allocation:
+    """``N_max`` instances when spot cannot be lost: the chosen allocation (else spot where
+    the boundary offers it, else on-demand) topped up with on-demand."""
+    choice = choice or spot(obs, view, left) or on_demand(obs, view)
+    return Allocation(choice.market, choice.spot, view.job.n_max - choice.spot)
 
 
 def _keeps_deadline(obs: Observation, view: JobView, choice: Allocation | None,

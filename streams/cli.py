@@ -30,13 +30,37 @@ DEFAULT_POLICIES = ("on-demand", "spot-only", "greedy", "uniform-progress", "pre
                     "chc", "policy-selection")
 
 
+OnDemandPrice = Annotated[list[str] | None, typer.Option(
+    "--on-demand-price", metavar="TYPE=USD_PER_HOUR",
+    help="On-demand price of an instance type in USD per hour; repeatable. Wins over --prices "
+    "and the built-in table.")]
+PricesFile = Annotated[Path | None, typer.Option(
+    "--prices", exists=True, dir_okay=False,
+    help="JSON or CSV table of instance type to on-demand USD per hour (docs/traces.md).")]
+
+
+def _on_demand_prices(flags: list[str] | None, file: Path | None) -> dict[str, float]:
+    """The user's on-demand prices from --prices and --on-demand-price."""
+    from streams.traces.price_table import on_demand_overrides
+
+    return on_demand_overrides(flags or (), file)
+
+
+def _load_traces(traces: list[Path], flags: list[str] | None,
+                 file: Path | None) -> list[MarketTicks]:
+    """The markets of trace files, priced with --on-demand-price and --prices."""
+    from streams.traces import load_traces
+
+    return load_traces(traces, on_demand_prices=_on_demand_prices(flags, file))
+
+
 def _market_ticks(
-    traces: list[Path], seed: int, markets: int, days: float
+    traces: list[Path], seed: int, markets: int, days: float,
+    on_demand_price: list[str] | None = None, prices: Path | None = None,
 ) -> tuple[list[MarketTicks], str]:
     if traces:
-        from streams.traces import load_traces
-
-        return load_traces(traces), ", ".join(p.name for p in traces)
+        return (_load_traces(traces, on_demand_price, prices),
+                ", ".join(p.name for p in traces))
     spec = SyntheticMarketSpec(seed=seed, n_markets=markets, days=days)
     return synthetic_ticks(spec), f"synthetic market (seed {seed})"
 
@@ -96,6 +120,8 @@ def replay(
     speed: Annotated[float | None, typer.Option(
         min=0.001,
         help="With --broker: event-time seconds per second (default: flat out).")] = None,
+    on_demand_price: OnDemandPrice = None,
+    prices: PricesFile = None,
 ) -> None:
     """Replay a market and a workload: in-process through the simulator (no broker needed), or
     into Kafka with --broker for the workers to schedule."""
@@ -112,7 +138,7 @@ def replay(
         raise typer.BadParameter(
             f"{unknown}: expected policies among {', '.join(POLICIES)}", param_hint="--policy")
     try:
-        ticks, source = _market_ticks(trace, seed, markets, days)
+        ticks, source = _market_ticks(trace, seed, markets, days, on_demand_price, prices)
         data = build_market_data(ticks, slot_seconds)
         if jobs is not None:
             from streams.traces.jobs_file import load_jobs
@@ -186,15 +212,16 @@ def forecast_report(
                                                    dir_okay=False)] = None,
     plots: Annotated[Path | None, typer.Option(help="Directory for the plots.",
                                                file_okay=False)] = None,
+    on_demand_price: OnDemandPrice = None,
+    prices: PricesFile = None,
 ) -> None:
     """Forecast accuracy of the price and availability models against baselines, per market
     and horizon, by progressive validation over the traces."""
     from solver.forecast import DEFAULT_HORIZONS
     from streams.forecast_report import run_forecast_report
-    from streams.traces import load_traces
 
     try:
-        data = build_market_data(load_traces(trace), slot_seconds)
+        data = build_market_data(_load_traces(trace, on_demand_price, prices), slot_seconds)
         run_forecast_report(data, horizon or DEFAULT_HORIZONS, json_file, plots, True,
                             price_model=price_model, availability_model=availability_model,
                             console=console)
@@ -211,13 +238,14 @@ Broker = Annotated[str | None, typer.Option(
 def markets(
     trace: Annotated[list[Path], typer.Option(
         help="Trace file; repeat for more.", exists=True, dir_okay=False)],
+    on_demand_price: OnDemandPrice = None,
+    prices: PricesFile = None,
 ) -> None:
     """Print the market catalogue {market key: on-demand USD/h} of traces, for --markets."""
     from streams.settings import write_catalogue
-    from streams.traces import load_traces
 
     try:
-        catalogue = [t.market for t in load_traces(trace)]
+        catalogue = [t.market for t in _load_traces(trace, on_demand_price, prices)]
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
@@ -383,6 +411,8 @@ def connector(
         help="aws: EC2 endpoint, e.g. a local moto server.")] = None,
     spot_max_price: Annotated[float | None, typer.Option(
         help="aws: highest spot price in USD/h (default: the on-demand price).")] = None,
+    on_demand_price: OnDemandPrice = None,
+    prices: PricesFile = None,
     log_level: Annotated[str, typer.Option(help="Log level.")] = "INFO",
     kill_after_apply: Annotated[int, typer.Option(hidden=True)] = 0,
 ) -> None:
@@ -398,6 +428,7 @@ def connector(
                              metrics_port=metrics_port, slot_seconds=slot_seconds)
         options = WorkerOptions(
             name=name, group=group, log_json=json_lines, sim_traces=tuple(trace or ()),
+            sim_on_demand_prices=_on_demand_prices(on_demand_price, prices),
             sim_market=SyntheticMarketSpec(seed=seed, n_markets=markets, days=days),
             sim_availability_reports=availability_reports,
             aws_image_ids=parse_image_ids(image_id or []), aws_launch_template=launch_template,
@@ -451,6 +482,8 @@ def evaluate(
         "market: perfect forecasts).")] = "learned",
     chc_window_hours: Annotated[float, typer.Option(
         help="chc's window, hours (> 0).")] = 24.0,
+    on_demand_price: OnDemandPrice = None,
+    prices: PricesFile = None,
 ) -> None:
     """Evaluate policies over seeded windows of a trace (Can't Be Late and fine-tuning)."""
     from solver.evaluate import EvaluationSettings
@@ -459,9 +492,8 @@ def evaluate(
 
     try:
         if trace:
-            from streams.traces import load_traces
-
-            ticks, source = load_traces(trace), ", ".join(p.name for p in trace)
+            ticks = _load_traces(trace, on_demand_price, prices)
+            source = ", ".join(p.name for p in trace)
         else:
             spec = SyntheticMarketSpec(seed=seed, n_markets=6, days=46, tick_seconds=195)
             ticks, source = synthetic_ticks(spec), f"synthetic market (seed {seed})"

@@ -441,6 +441,117 @@ def connector(
     worker.run()
 
 
+feed = typer.Typer(help="Live market feeds: publish a cloud's spot prices as market ticks.",
+                   no_args_is_help=True)
+app.add_typer(feed, name="feed")
+
+
+def _utc_option(value: str | None, flag: str) -> float | None:
+    """Unix seconds of an ISO-8601 option value that carries Z or an offset."""
+    from datetime import datetime
+
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise ValueError(f"{flag} {value!r}: expected an ISO-8601 time with Z or an offset, "
+                         "e.g. 2025-01-06T00:00:00Z")
+    return moment.timestamp()
+
+
+@feed.command("aws")
+def feed_aws(
+    markets: Annotated[Path | None, typer.Option(
+        help="Market catalogue JSON whose aws markets to feed (env SPOTSCHED_MARKETS_FILE).",
+        exists=True, dir_okay=False)] = None,
+    zone: Annotated[list[str] | None, typer.Option(
+        help="Availability zone to feed instead of the catalogue's; repeatable, with "
+        "--instance-type.")] = None,
+    instance_type: Annotated[list[str] | None, typer.Option(
+        help="Instance type to feed in every --zone; repeatable.")] = None,
+    region: Annotated[list[str] | None, typer.Option(
+        help="Feed only the markets of this region; repeatable.")] = None,
+    bootstrap_servers: Broker = None,
+    endpoint_url: Annotated[str | None, typer.Option(
+        help="EC2 endpoint, e.g. a local moto server.")] = None,
+    product: Annotated[str, typer.Option(help="Spot price product description.")] = "Linux/UNIX",
+    since: Annotated[str | None, typer.Option(
+        help="Where a market without feed ticks on the topic starts (ISO-8601, rounded down "
+        "to a slot boundary). Default: the current slot.")] = None,
+    until: Annotated[str | None, typer.Option(
+        help="Stop once ticks up to this time (ISO-8601) are published. Default: never.")] = None,
+    poll_seconds: Annotated[float, typer.Option(
+        help="Seconds between two requests for new prices.")] = 60.0,
+    heartbeat_seconds: Annotated[float, typer.Option(
+        help="Republish every market's price at these multiples of event time; must divide "
+        "the slot length.")] = 60.0,
+    lag_seconds: Annotated[float, typer.Option(
+        help="Publish event time up to now minus this, for prices listed late.")] = 30.0,
+    available: Annotated[int, typer.Option(
+        help="Spot instances a market is assumed to offer at each slot boundary.")] = 8,
+    max_attempts: Annotated[int, typer.Option(
+        help="Attempts per request before giving up (throttling, network, credentials).")] = 5,
+    slot_seconds: Annotated[float | None, typer.Option(
+        help="Slot length Δ in seconds (env SPOTSCHED_SLOT_SECONDS).")] = None,
+    market_partitions: Annotated[int | None, typer.Option(
+        help="Partitions of market ticks (env SPOTSCHED_MARKET_PARTITIONS).")] = None,
+    metrics_port: Annotated[int | None, typer.Option(
+        help="Port of Prometheus /metrics; 0 = off (env SPOTSCHED_METRICS_PORT).")] = None,
+    on_demand_price: OnDemandPrice = None,
+    prices: PricesFile = None,
+    log_level: Annotated[str, typer.Option(help="Log level.")] = "INFO",
+    crash_after_ticks: Annotated[int, typer.Option(hidden=True)] = 0,
+) -> None:
+    """Publish EC2 spot prices (DescribeSpotPriceHistory) of the catalogue's aws markets to the
+    market-ticks topic, with heartbeats and slot-boundary availability; resumes from the topic
+    after a restart."""
+    import asyncio
+    import logging
+
+    from aiokafka.errors import KafkaError
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    from streams.feeds.aws import AwsSpotPriceSource
+    from streams.feeds.base import FeedError
+    from streams.feeds.catalogue import feed_markets
+    from streams.feeds.planner import FeedGrid
+    from streams.feeds.retry import RetryPolicy
+    from streams.feeds.runner import FeedOptions, FeedRunner, serve
+    from streams.topics import ensure_topics
+
+    logging.basicConfig(level=log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = _settings(bootstrap_servers=bootstrap_servers, markets_file=markets,
+                             slot_seconds=slot_seconds, market_partitions=market_partitions,
+                             metrics_port=metrics_port)
+        catalogue = settings.catalogue() if settings.markets_file is not None else None
+        chosen = feed_markets("aws", catalogue, zone or (), instance_type or (), region or (),
+                              _on_demand_prices(on_demand_price, prices))
+        options = FeedOptions(
+            grid=FeedGrid(heartbeat_seconds, settings.slot_seconds, available),
+            poll_seconds=poll_seconds, lag_seconds=lag_seconds,
+            since=_utc_option(since, "--since"), until=_utc_option(until, "--until"),
+            retry=RetryPolicy(attempts=max_attempts), crash_after_ticks=crash_after_ticks)
+        registry = CollectorRegistry()
+        runner = FeedRunner(settings, chosen, AwsSpotPriceSource(endpoint_url, product),
+                            options, registry)
+        asyncio.run(ensure_topics(settings))
+        if settings.metrics_port:
+            start_http_server(settings.metrics_port, registry=registry)
+    except (ValueError, OSError, KafkaError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    try:
+        serve(runner)
+    except (FeedError, KafkaError, OSError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from exc
+
+
 dev = typer.Typer(help="Development helpers.", no_args_is_help=True)
 app.add_typer(dev, name="dev")
 

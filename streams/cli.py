@@ -539,7 +539,7 @@ def feed_aws(
         registry = CollectorRegistry()
         runner = FeedRunner(settings, chosen, AwsSpotPriceSource(endpoint_url, product),
                             options, registry)
-        asyncio.run(ensure_topics(settings))
+        asyncio.run(ensure_topics(settings, [settings.topics.market_ticks]))
         if settings.metrics_port:
             start_http_server(settings.metrics_port, registry=registry)
     except (ValueError, OSError, KafkaError) as exc:

@@ -1,8 +1,9 @@
 """Spot price history served by a moto server on loopback.
 
-moto's ``DescribeSpotPriceHistory`` answers every request with a generated price of 0.00001
-at 2006-01-02T15:04:05Z for each instance type it knows in the region (ProductDescription
-"Linux/UNIX (Amazon VPC)"), ignoring the time window and pagination. The moto server runs in
+moto's ``DescribeSpotPriceHistory`` (moto 5.2) answers every request with one generated record
+per zone offering the type in its offering data (none for p3 types): price 0.00001 at
+2006-01-02T15:04:05Z, ProductDescription "Linux/UNIX (Amazon VPC)" whatever product was asked
+for, ignoring the time window and pagination. The moto server runs in
 the test process, so :class:`SeededHistory` replaces that handler with one that answers from
 seeded records the way EC2 documents it: only the requested instance types, products and
 zones of the request's region; the changes within ``[StartTime, EndTime]`` plus, per market,

@@ -51,15 +51,15 @@ class FeedGrid:
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.heartbeat_seconds) and self.heartbeat_seconds > 0):
-            raise ValueError(f"heartbeat_seconds={self.heartbeat_seconds!r}: expected a "
+            raise ValueError(f"--heartbeat-seconds {self.heartbeat_seconds!r}: expected a "
                              "positive number of seconds")
         ratio = self.slot_seconds / self.heartbeat_seconds
         if ratio < 1 or abs(ratio - round(ratio)) > 1e-9:
             raise ValueError(
-                f"heartbeat_seconds={self.heartbeat_seconds:g}: expected a divisor of the slot "
+                f"--heartbeat-seconds {self.heartbeat_seconds:g}: expected a divisor of the slot "
                 f"length {self.slot_seconds:g} s, so every slot boundary is a heartbeat")
         if self.available < 0:
-            raise ValueError(f"available={self.available}: expected a count >= 0")
+            raise ValueError(f"--available {self.available}: expected a count >= 0")
 
     def slot_start(self, time: float) -> float:
         """The slot boundary at or before ``time``: where a feed starts."""

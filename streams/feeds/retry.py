@@ -29,7 +29,7 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
-            raise ValueError(f"max attempts={self.attempts}: expected at least 1")
+            raise ValueError(f"--max-attempts {self.attempts}: expected at least 1")
         if not 0 <= self.backoff_seconds <= self.max_seconds:
             raise ValueError(f"backoff={self.backoff_seconds!r} s: expected between 0 and "
                              f"{self.max_seconds!r} s")

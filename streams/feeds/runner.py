@@ -66,13 +66,15 @@ class FeedOptions:
     crash_after_ticks: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("poll_seconds", "lag_seconds", "chunk_seconds"):
+        for name, expected in (("poll_seconds", "> 0"), ("chunk_seconds", "> 0"),
+                               ("lag_seconds", ">= 0")):
             value = getattr(self, name)
-            if not value >= (0 if name == "lag_seconds" else 1e-3):
-                raise ValueError(f"{name}={value!r}: expected a positive number of seconds")
+            if not (value > 0 if expected == "> 0" else value >= 0):
+                flag = "--" + name.replace("_", "-")
+                raise ValueError(f"{flag} {value!r}: expected a number of seconds {expected}")
         if self.since is not None and self.until is not None and self.until <= self.since:
-            raise ValueError(f"until={utc(self.until).isoformat()}: expected a time after "
-                             f"since={utc(self.since).isoformat()}")
+            raise ValueError(f"--until {utc(self.until).isoformat()}: expected a time after "
+                             f"--since {utc(self.since).isoformat()}")
 
 
 class FeedRunner:

@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -163,16 +162,6 @@ def test_an_unreachable_ec2_endpoint_ends_in_one_error_line(pipeline):
         "(EndpointConnectionError)")
     warned = [line for line in failed.stderr.splitlines() if "retrying in" in line]
     assert len(warned) == 1
-
-
-def test_the_markets_of_the_feed_come_from_the_catalogue_or_flags(pipeline, tmp_path: Path):
-    result = subprocess.run(
-        [sys.executable, "-m", "streams", "feed", "aws", "--zone", "us-east-1a"],
-        env=pipeline.env(), cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
-    assert result.returncode == 2
-    assert " ".join(result.stdout.split()) == (
-        "error: --zone and --instance-type: expected both (every zone gets every type) or "
-        "neither (the catalogue's markets)")
 
 
 def test_connector_reports_share_the_partition_and_the_feed_never_publishes_behind_them(

@@ -76,7 +76,8 @@ def test_planning_in_pieces_gives_the_whole_sequence_once(changes, cuts):
 
 
 def test_grid_rules():
-    with pytest.raises(ValueError, match="expected a divisor of the slot length 3600 s"):
+    with pytest.raises(ValueError, match="--heartbeat-seconds 700: expected a divisor of the "
+                       "slot length 3600 s"):
         FeedGrid(heartbeat_seconds=700, slot_seconds=3600, available=1)
     with pytest.raises(ValueError, match="expected a positive number of seconds"):
         FeedGrid(heartbeat_seconds=0, slot_seconds=3600, available=1)

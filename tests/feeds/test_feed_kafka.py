@@ -32,6 +32,7 @@ from streams.kafka_io import publish_job_events
 from streams.pipeline import decision_rows
 from streams.replay_events import partition_for, run_in_memory, trace_events
 from streams.topics import ensure_topics
+from tests.feeds.spot_history import SeededHistory
 from tests.kafka.pipeline_harness import REPO, Pipeline
 
 pytestmark = pytest.mark.kafka
@@ -53,6 +54,13 @@ def seeded_changes() -> dict[Market, list[PriceChange]]:
                    if series.times[i] < UNTIL]
         out[series.market] = [PriceChange(T0 - 3600, changes[0].price), *changes[1:]]
     return out
+
+
+def seed(history: SeededHistory, changes: dict[Market, list[PriceChange]]) -> None:
+    """Serve ``changes`` from the moto server."""
+    for market, market_changes in changes.items():
+        history.add(market.zone, market.instance_type,
+                    [(c.time, c.price) for c in market_changes])
 
 
 def price_at(changes: list[PriceChange], time: float) -> float:
@@ -95,9 +103,7 @@ def feed(pipeline: Pipeline, endpoint: str, *extra: str) -> subprocess.Completed
 def test_aws_prices_reach_a_worker_and_a_restarted_feed_repeats_and_skips_nothing(
         pipeline, history, moto_endpoint):
     changes = seeded_changes()
-    for market, market_changes in changes.items():
-        history.add(market.zone, market.instance_type, [(c.time, c.price)
-                                                        for c in market_changes])
+    seed(history, changes)
     trace = as_trace(changes)
     jobs = generate_jobs(build_market_data(trace, SLOT), 6,
                          WorkloadSpec(seed=3, workload_range=(2.0, 10.0)))
@@ -135,9 +141,7 @@ def test_aws_prices_reach_a_worker_and_a_restarted_feed_repeats_and_skips_nothin
 
 
 def test_price_ticks_carry_the_catalogue_on_demand_price(pipeline, history, moto_endpoint):
-    for market, market_changes in seeded_changes().items():
-        history.add(market.zone, market.instance_type, [(c.time, c.price)
-                                                        for c in market_changes])
+    seed(history, seeded_changes())
     done = feed(pipeline, moto_endpoint, "--until",
                 datetime.fromtimestamp(T0 + SLOT, UTC).isoformat())
     assert done.returncode == 0, done.stderr[-3000:]
@@ -169,9 +173,7 @@ def test_connector_reports_share_the_partition_and_the_feed_never_publishes_behi
     """A connector publishes availability ticks keyed by market with the default partitioner;
     they land in the feed's partition, and the feed skips its own ticks older than them."""
     changes = seeded_changes()
-    for market, market_changes in changes.items():
-        history.add(market.zone, market.instance_type, [(c.time, c.price)
-                                                        for c in market_changes])
+    seed(history, changes)
     market = next(iter(changes))
     report = AvailabilityTick(event_time=T0 + 1800, market=market.key, available=0,
                               reason="refused")

@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 FIRST_WINDOW = 512
 """Messages per partition read in the first backward window (doubled after each)."""
 
+POLL_MS = 200
+"""How long :meth:`TopicView.poll` waits for messages when none are fetched yet."""
+
 
 @dataclass
 class MarketLog:
@@ -81,10 +84,10 @@ class TopicView:
             high, window = low, 2 * window
 
     async def poll(self) -> None:
-        """Take in what arrived since the last call (without waiting)."""
+        """Take in what arrived since the last call (waiting at most ``POLL_MS`` for it)."""
         if self._consumer is None:
             raise RuntimeError("TopicView.poll before start")
-        batch = await self._consumer.getmany(timeout_ms=0)
+        batch = await self._consumer.getmany(timeout_ms=POLL_MS)
         for messages in batch.values():
             newer = {k: MarketLog() for k in self.markets}
             self._fold(newer, (m.value for m in messages))

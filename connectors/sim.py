@@ -9,7 +9,7 @@ recorded) returns the journalled outcome, so its observations are published agai
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -102,12 +102,14 @@ def synthetic_cloud(spec: SyntheticMarketSpec, slot_seconds: float,
 
 
 def trace_cloud(traces: Iterable[Path], slot_seconds: float,
-                report_availability: bool = True) -> SimulatedCloud:
-    """A simulated cloud over trace files (any supported format)."""
+                report_availability: bool = True,
+                on_demand_prices: Mapping[str, float] | None = None) -> SimulatedCloud:
+    """A simulated cloud over trace files (any supported format), priced with
+    ``on_demand_prices`` (instance type → USD/h) where the files give none."""
     from streams.traces import load_traces
 
-    return SimulatedCloud(build_market_data(load_traces(traces), slot_seconds),
-                          report_availability)
+    ticks = load_traces(traces, on_demand_prices=on_demand_prices or {})
+    return SimulatedCloud(build_market_data(ticks, slot_seconds), report_availability)
 
 
 def _applied_to(applied: Applied) -> dict:

@@ -42,6 +42,7 @@ class WorkerOptions:
     group: str | None = None
     log_json: bool = False
     sim_traces: tuple[Path, ...] = ()
+    sim_on_demand_prices: Mapping[str, float] = field(default_factory=dict)
     sim_market: SyntheticMarketSpec = field(default_factory=SyntheticMarketSpec)
     sim_availability_reports: bool = False
     aws_image_ids: Mapping[str, str] = field(default_factory=dict)
@@ -65,7 +66,8 @@ def build_connector(settings: Settings, options: WorkerOptions) -> Connector:
         return LogConnector(sys.stdout, options.log_json)
     if options.name == "sim":
         reports = options.sim_availability_reports
-        cloud = (trace_cloud(options.sim_traces, settings.slot_seconds, reports)
+        cloud = (trace_cloud(options.sim_traces, settings.slot_seconds, reports,
+                             options.sim_on_demand_prices)
                  if options.sim_traces
                  else synthetic_cloud(options.sim_market, settings.slot_seconds, reports))
         journal = Journal(_state_file(settings, options, "journal"))

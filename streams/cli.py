@@ -30,13 +30,37 @@ DEFAULT_POLICIES = ("on-demand", "spot-only", "greedy", "uniform-progress", "pre
                     "chc", "policy-selection")
 
 
+OnDemandPrice = Annotated[list[str] | None, typer.Option(
+    "--on-demand-price", metavar="TYPE=USD_PER_HOUR",
+    help="On-demand price of an instance type in USD per hour; repeatable. Wins over --prices "
+    "and the built-in table.")]
+PricesFile = Annotated[Path | None, typer.Option(
+    "--prices", exists=True, dir_okay=False,
+    help="JSON or CSV table of instance type to on-demand USD per hour (docs/traces.md).")]
+
+
+def _on_demand_prices(flags: list[str] | None, file: Path | None) -> dict[str, float]:
+    """The user's on-demand prices from --prices and --on-demand-price."""
+    from streams.traces.price_table import on_demand_overrides
+
+    return on_demand_overrides(flags or (), file)
+
+
+def _load_traces(traces: list[Path], flags: list[str] | None,
+                 file: Path | None) -> list[MarketTicks]:
+    """The markets of trace files, priced with --on-demand-price and --prices."""
+    from streams.traces import load_traces
+
+    return load_traces(traces, on_demand_prices=_on_demand_prices(flags, file))
+
+
 def _market_ticks(
-    traces: list[Path], seed: int, markets: int, days: float
+    traces: list[Path], seed: int, markets: int, days: float,
+    on_demand_price: list[str] | None = None, prices: Path | None = None,
 ) -> tuple[list[MarketTicks], str]:
     if traces:
-        from streams.traces import load_traces
-
-        return load_traces(traces), ", ".join(p.name for p in traces)
+        return (_load_traces(traces, on_demand_price, prices),
+                ", ".join(p.name for p in traces))
     spec = SyntheticMarketSpec(seed=seed, n_markets=markets, days=days)
     return synthetic_ticks(spec), f"synthetic market (seed {seed})"
 
@@ -96,6 +120,8 @@ def replay(
     speed: Annotated[float | None, typer.Option(
         min=0.001,
         help="With --broker: event-time seconds per second (default: flat out).")] = None,
+    on_demand_price: OnDemandPrice = None,
+    prices: PricesFile = None,
 ) -> None:
     """Replay a market and a workload: in-process through the simulator (no broker needed), or
     into Kafka with --broker for the workers to schedule."""
@@ -112,7 +138,7 @@ def replay(
         raise typer.BadParameter(
             f"{unknown}: expected policies among {', '.join(POLICIES)}", param_hint="--policy")
     try:
-        ticks, source = _market_ticks(trace, seed, markets, days)
+        ticks, source = _market_ticks(trace, seed, markets, days, on_demand_price, prices)
         data = build_market_data(ticks, slot_seconds)
         if jobs is not None:
             from streams.traces.jobs_file import load_jobs
@@ -186,15 +212,16 @@ def forecast_report(
                                                    dir_okay=False)] = None,
     plots: Annotated[Path | None, typer.Option(help="Directory for the plots.",
                                                file_okay=False)] = None,
+    on_demand_price: OnDemandPrice = None,
+    prices: PricesFile = None,
 ) -> None:
     """Forecast accuracy of the price and availability models against baselines, per market
     and horizon, by progressive validation over the traces."""
     from solver.forecast import DEFAULT_HORIZONS
     from streams.forecast_report import run_forecast_report
-    from streams.traces import load_traces
 
     try:
-        data = build_market_data(load_traces(trace), slot_seconds)
+        data = build_market_data(_load_traces(trace, on_demand_price, prices), slot_seconds)
         run_forecast_report(data, horizon or DEFAULT_HORIZONS, json_file, plots, True,
                             price_model=price_model, availability_model=availability_model,
                             console=console)
@@ -211,13 +238,14 @@ Broker = Annotated[str | None, typer.Option(
 def markets(
     trace: Annotated[list[Path], typer.Option(
         help="Trace file; repeat for more.", exists=True, dir_okay=False)],
+    on_demand_price: OnDemandPrice = None,
+    prices: PricesFile = None,
 ) -> None:
     """Print the market catalogue {market key: on-demand USD/h} of traces, for --markets."""
     from streams.settings import write_catalogue
-    from streams.traces import load_traces
 
     try:
-        catalogue = [t.market for t in load_traces(trace)]
+        catalogue = [t.market for t in _load_traces(trace, on_demand_price, prices)]
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
@@ -383,6 +411,8 @@ def connector(
         help="aws: EC2 endpoint, e.g. a local moto server.")] = None,
     spot_max_price: Annotated[float | None, typer.Option(
         help="aws: highest spot price in USD/h (default: the on-demand price).")] = None,
+    on_demand_price: OnDemandPrice = None,
+    prices: PricesFile = None,
     log_level: Annotated[str, typer.Option(help="Log level.")] = "INFO",
     kill_after_apply: Annotated[int, typer.Option(hidden=True)] = 0,
 ) -> None:
@@ -398,6 +428,7 @@ def connector(
                              metrics_port=metrics_port, slot_seconds=slot_seconds)
         options = WorkerOptions(
             name=name, group=group, log_json=json_lines, sim_traces=tuple(trace or ()),
+            sim_on_demand_prices=_on_demand_prices(on_demand_price, prices),
             sim_market=SyntheticMarketSpec(seed=seed, n_markets=markets, days=days),
             sim_availability_reports=availability_reports,
             aws_image_ids=parse_image_ids(image_id or []), aws_launch_template=launch_template,
@@ -408,6 +439,117 @@ def connector(
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
     worker.run()
+
+
+feed = typer.Typer(help="Live market feeds: publish a cloud's spot prices as market ticks.",
+                   no_args_is_help=True)
+app.add_typer(feed, name="feed")
+
+
+def _utc_option(value: str | None, flag: str) -> float | None:
+    """Unix seconds of an ISO-8601 option value that carries Z or an offset."""
+    from datetime import datetime
+
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise ValueError(f"{flag} {value!r}: expected an ISO-8601 time with Z or an offset, "
+                         "e.g. 2025-01-06T00:00:00Z")
+    return moment.timestamp()
+
+
+@feed.command("aws")
+def feed_aws(
+    markets: Annotated[Path | None, typer.Option(
+        help="Market catalogue JSON whose aws markets to feed (env SPOTSCHED_MARKETS_FILE).",
+        exists=True, dir_okay=False)] = None,
+    zone: Annotated[list[str] | None, typer.Option(
+        help="Availability zone to feed instead of the catalogue's; repeatable, with "
+        "--instance-type.")] = None,
+    instance_type: Annotated[list[str] | None, typer.Option(
+        help="Instance type to feed in every --zone; repeatable.")] = None,
+    region: Annotated[list[str] | None, typer.Option(
+        help="Feed only the markets of this region; repeatable.")] = None,
+    bootstrap_servers: Broker = None,
+    endpoint_url: Annotated[str | None, typer.Option(
+        help="EC2 endpoint, e.g. a local moto server.")] = None,
+    product: Annotated[str, typer.Option(help="Spot price product description.")] = "Linux/UNIX",
+    since: Annotated[str | None, typer.Option(
+        help="Where a market without feed ticks on the topic starts (ISO-8601, rounded down "
+        "to a slot boundary). Default: the current slot.")] = None,
+    until: Annotated[str | None, typer.Option(
+        help="Stop once ticks up to this time (ISO-8601) are published. Default: never.")] = None,
+    poll_seconds: Annotated[float, typer.Option(
+        help="Seconds between two requests for new prices.")] = 60.0,
+    heartbeat_seconds: Annotated[float, typer.Option(
+        help="Republish every market's price at these multiples of event time; must divide "
+        "the slot length.")] = 60.0,
+    lag_seconds: Annotated[float, typer.Option(
+        help="Publish event time up to now minus this, for prices listed late.")] = 30.0,
+    available: Annotated[int, typer.Option(
+        help="Spot instances a market is assumed to offer at each slot boundary.")] = 8,
+    max_attempts: Annotated[int, typer.Option(
+        help="Attempts per request before giving up (throttling, network, credentials).")] = 5,
+    slot_seconds: Annotated[float | None, typer.Option(
+        help="Slot length Δ in seconds (env SPOTSCHED_SLOT_SECONDS).")] = None,
+    market_partitions: Annotated[int | None, typer.Option(
+        help="Partitions of market ticks (env SPOTSCHED_MARKET_PARTITIONS).")] = None,
+    metrics_port: Annotated[int | None, typer.Option(
+        help="Port of Prometheus /metrics; 0 = off (env SPOTSCHED_METRICS_PORT).")] = None,
+    on_demand_price: OnDemandPrice = None,
+    prices: PricesFile = None,
+    log_level: Annotated[str, typer.Option(help="Log level.")] = "INFO",
+    crash_after_ticks: Annotated[int, typer.Option(hidden=True)] = 0,
+) -> None:
+    """Publish EC2 spot prices (DescribeSpotPriceHistory) of the catalogue's aws markets to the
+    market-ticks topic, with heartbeats and slot-boundary availability; resumes from the topic
+    after a restart."""
+    import asyncio
+    import logging
+
+    from aiokafka.errors import KafkaError
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    from streams.feeds.aws import AwsSpotPriceSource
+    from streams.feeds.base import FeedError
+    from streams.feeds.catalogue import feed_markets
+    from streams.feeds.planner import FeedGrid
+    from streams.feeds.retry import RetryPolicy
+    from streams.feeds.runner import FeedOptions, FeedRunner, serve
+    from streams.topics import ensure_topics
+
+    logging.basicConfig(level=log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = _settings(bootstrap_servers=bootstrap_servers, markets_file=markets,
+                             slot_seconds=slot_seconds, market_partitions=market_partitions,
+                             metrics_port=metrics_port)
+        catalogue = settings.catalogue() if settings.markets_file is not None else None
+        chosen = feed_markets("aws", catalogue, zone or (), instance_type or (), region or (),
+                              _on_demand_prices(on_demand_price, prices))
+        options = FeedOptions(
+            grid=FeedGrid(heartbeat_seconds, settings.slot_seconds, available),
+            poll_seconds=poll_seconds, lag_seconds=lag_seconds,
+            since=_utc_option(since, "--since"), until=_utc_option(until, "--until"),
+            retry=RetryPolicy(attempts=max_attempts), crash_after_ticks=crash_after_ticks)
+        registry = CollectorRegistry()
+        runner = FeedRunner(settings, chosen, AwsSpotPriceSource(endpoint_url, product),
+                            options, registry)
+        asyncio.run(ensure_topics(settings, [settings.topics.market_ticks]))
+        if settings.metrics_port:
+            start_http_server(settings.metrics_port, registry=registry)
+    except (ValueError, OSError, KafkaError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    try:
+        serve(runner)
+    except (FeedError, KafkaError, OSError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from exc
 
 
 dev = typer.Typer(help="Development helpers.", no_args_is_help=True)
@@ -451,6 +593,8 @@ def evaluate(
         "market: perfect forecasts).")] = "learned",
     chc_window_hours: Annotated[float, typer.Option(
         help="chc's window, hours (> 0).")] = 24.0,
+    on_demand_price: OnDemandPrice = None,
+    prices: PricesFile = None,
 ) -> None:
     """Evaluate policies over seeded windows of a trace (Can't Be Late and fine-tuning)."""
     from solver.evaluate import EvaluationSettings
@@ -459,9 +603,8 @@ def evaluate(
 
     try:
         if trace:
-            from streams.traces import load_traces
-
-            ticks, source = load_traces(trace), ", ".join(p.name for p in trace)
+            ticks = _load_traces(trace, on_demand_price, prices)
+            source = ", ".join(p.name for p in trace)
         else:
             spec = SyntheticMarketSpec(seed=seed, n_markets=6, days=46, tick_seconds=195)
             ticks, source = synthetic_ticks(spec), f"synthetic market (seed {seed})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -32,12 +33,13 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
     ]
 
 
-async def ensure_topics(settings: Settings) -> None:
-    """Create missing topics; fail clearly when one exists with other partition counts."""
+async def ensure_topics(settings: Settings, names: Collection[str] | None = None) -> None:
+    """Create missing topics (only ``names``, when given); fail clearly when one exists with
+    other partition counts."""
     admin = AIOKafkaAdminClient(**settings.kafka_options())
     await admin.start()
     try:
-        specs = topic_specs(settings)
+        specs = [s for s in topic_specs(settings) if names is None or s.name in names]
         existing = set(await admin.list_topics())
         missing = [s for s in specs if s.name not in existing]
         if missing:

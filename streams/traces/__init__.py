@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 SUPPORTED_FORMATS = (
-    "Can't Be Late JSON {\"metadata\": {\"gap_seconds\": G}, \"data\": [...]}; "
+    "Can't Be Late / SkyNomad JSON {\"metadata\": {\"gap_seconds\": G, ...}, \"data\": [...]}; "
     "AWS spot price history JSON {\"SpotPriceHistory\": [...]}; "
     "SkyNomad CSV timestamp_utc,zone,instance_type,tick,available,spot_price_usd_per_hour; "
     "plain CSV timestamp,market,spot_price,available[,on_demand_price]; "

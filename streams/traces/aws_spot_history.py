@@ -32,12 +32,7 @@ from streams.traces.errors import (
     parse_time,
     read_json,
 )
-from streams.traces.prices import (
-    ZONE_EXPECTED,
-    UnknownInstanceTypeError,
-    on_demand_price,
-    region_of_zone,
-)
+from streams.traces.prices import ZONE_EXPECTED, priced, region_of_zone
 
 _TEXT_KEYS = ("AvailabilityZone", "InstanceType", "ProductDescription", "Timestamp")
 
@@ -109,14 +104,8 @@ def _market_ticks(
         region = region_of_zone(zone)
     except ValueError:
         raise TraceFormatError(path, first, "AvailabilityZone", zone, ZONE_EXPECTED) from None
-    try:
-        on_demand = on_demand_price(instance_type, on_demand_prices)
-    except UnknownInstanceTypeError as error:
-        raise TraceFormatError(
-            path, first, "InstanceType", instance_type,
-            f"a type with a known on-demand price ({', '.join(error.known)}) or an "
-            "on_demand_prices entry for it",
-        ) from None
+    on_demand = priced(path, first, "InstanceType", instance_type, instance_type,
+                       on_demand_prices)
     market = Market("aws", region, zone, instance_type, on_demand)
     kept = changes[:1]
     for time, index, price in changes[1:]:

@@ -32,7 +32,7 @@ from streams.traces.errors import (
     parse_time,
     read_text,
 )
-from streams.traces.prices import UnknownInstanceTypeError, on_demand_price
+from streams.traces.prices import priced
 
 COLUMNS = ("timestamp", "market", "spot_price", "available")
 OPTIONAL_COLUMNS = ("on_demand_price",)
@@ -57,7 +57,8 @@ def load_plain_csv(
         if len(parts) != 4 or not all(parts):
             raise TraceFormatError(path, table.where(rows[0]), "market", key, MARKET_EXPECTED)
         if listed is None:
-            on_demand = lookup_on_demand(table, rows[0], "market", parts[3], on_demand_prices)
+            on_demand = lookup_on_demand(table, rows[0], "market", parts[3], on_demand_prices,
+                                         "an on_demand_price column")
         else:
             on_demand = _one_on_demand(table, listed, rows, key)
         market = Market(*parts, on_demand_price=on_demand)
@@ -202,17 +203,11 @@ def group_rows(*columns: Sequence[str]) -> dict[tuple[str, ...], np.ndarray]:
 
 def lookup_on_demand(
     table: CsvTable, row: int, field: str, instance_type: str,
-    overrides: Mapping[str, float] | None,
+    overrides: Mapping[str, float] | None, alternative: str = "",
 ) -> float:
     """On-demand price of ``instance_type``, or an error located at ``row``."""
-    try:
-        return on_demand_price(instance_type, overrides)
-    except UnknownInstanceTypeError as error:
-        raise TraceFormatError(
-            table.path, table.where(row), field, table.columns[field][row],
-            f"an instance type with a known on-demand price ({', '.join(error.known)}), an "
-            "on_demand_prices entry for it, or an on_demand_price column",
-        ) from None
+    return priced(table.path, table.where(row), field, table.columns[field][row], instance_type,
+                  overrides, alternative)
 
 
 def market_ticks(

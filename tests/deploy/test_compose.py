@@ -38,12 +38,14 @@ def bind_mounts(service: dict) -> list[tuple[str, str]]:
 
 
 def test_the_stack_has_its_services():
-    assert {"kafka", "scheduler", "connector", "replay", "prometheus", "alertmanager",
+    assert {"kafka", "scheduler", "connector", "replay", "feed", "prometheus", "alertmanager",
             "grafana"} <= set(SERVICES)
     assert SERVICES["replay"]["profiles"] == ["replay"]
-    assert [s for s, spec in SERVICES.items() if "profiles" in spec] == ["replay"]
+    assert SERVICES["feed"]["profiles"] == ["live"]
+    assert [s for s, spec in SERVICES.items() if "profiles" in spec] == ["replay", "feed"]
     assert SERVICES["scheduler"]["command"][0] == "worker"
     assert SERVICES["connector"]["command"][:2] == ["connector", "log"]
+    assert SERVICES["feed"]["command"][:2] == ["feed", "aws"]
     assert SERVICES["kafka"]["image"] == f"apache/kafka:{KAFKA_VERSION}"
 
 
@@ -108,6 +110,21 @@ def test_workers_and_replay_agree_on_partitions_and_markets():
     assert catalogue == tuple(t.market for t in synthetic_ticks(SyntheticMarketSpec()))
 
 
+def test_the_feed_publishes_the_markets_the_workers_plan_over_to_their_partitions():
+    """The live feed reads the workers' catalogue and writes to the partitions they read, and
+    takes AWS credentials from the environment (never from the compose file)."""
+    worker, feed = environment(SERVICES["scheduler"]), environment(SERVICES["feed"])
+    assert feed["SPOTSCHED_MARKET_PARTITIONS"] == worker["SPOTSCHED_MARKET_PARTITIONS"]
+    assert feed["SPOTSCHED_BOOTSTRAP_SERVERS"] == worker["SPOTSCHED_BOOTSTRAP_SERVERS"]
+    catalogues = [dict((t, s) for s, t in bind_mounts(SERVICES[name]))[
+        environment(SERVICES[name])["SPOTSCHED_MARKETS_FILE"]] for name in ("scheduler", "feed")]
+    assert catalogues[0] == catalogues[1]
+    assert all(m.cloud == "aws" for m in read_catalogue(REPO / catalogues[1]))
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        assert feed[key] == f"${{{key}:-}}"
+    assert SERVICES["feed"]["depends_on"] == {"scheduler": {"condition": "service_healthy"}}
+
+
 def test_prometheus_scrapes_the_workers_and_connectors_where_they_serve():
     mounts = {target: source for source, target in bind_mounts(SERVICES["prometheus"])}
     config = yaml.safe_load((REPO / mounts["/etc/prometheus/prometheus.yml"]).read_text())
@@ -115,7 +132,7 @@ def test_prometheus_scrapes_the_workers_and_connectors_where_they_serve():
         assert f"/etc/prometheus/{rule_file}" in mounts
     scrapes = {s["job_name"]: s for s in config["scrape_configs"]}
     for job, service in (("spotsched-scheduler", "scheduler"),
-                         ("spotsched-connector", "connector")):
+                         ("spotsched-connector", "connector"), ("spotsched-feed", "feed")):
         (sd,) = scrapes[job]["dns_sd_configs"]
         assert sd["names"] == [service]
         assert str(sd["port"]) == environment(SERVICES[service])["SPOTSCHED_METRICS_PORT"]

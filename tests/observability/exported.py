@@ -9,6 +9,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
+from streams.feeds.metrics import FeedMetrics
 from streams.metrics import PipelineMetrics
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,8 +62,16 @@ def connector_series() -> set[str]:
     return series_names(registry)
 
 
+def feed_series() -> set[str]:
+    """Series of a market feed's metrics."""
+    registry = CollectorRegistry()
+    FeedMetrics(registry, "probe")
+    return series_names(registry)
+
+
 def exported_series() -> set[str]:
-    return series_names(pipeline_registry()) | connector_series() | PROMETHEUS_NAMES
+    return (series_names(pipeline_registry()) | connector_series() | feed_series()
+            | PROMETHEUS_NAMES)
 
 
 def metric_names(expr: str) -> set[str]:

@@ -186,7 +186,8 @@ def test_bad_price(tmp_path: Path, value: object, shown: str) -> None:
 def test_file_name_without_zone_and_device(tmp_path: Path) -> None:
     path = trace(tmp_path, ok([1]), name="trace.json")
     fails(lambda: load_cant_be_late(path), path, None, "file name", "'trace.json'",
-          "'<zone>_<device>.json', or zone= and instance_type= arguments")
+          "'<zone>_<device>.json', a '<zone>_<device>' folder, metadata naming the zone and "
+          "the instance type, or zone= and instance_type= arguments")
 
 
 def test_zone_that_names_no_region(tmp_path: Path) -> None:
@@ -198,8 +199,9 @@ def test_zone_that_names_no_region(tmp_path: Path) -> None:
 def test_unknown_instance_type(tmp_path: Path) -> None:
     path = trace(tmp_path, ok([1]), name="us-east-1b_intel_64.json")
     error = fails(lambda: load_cant_be_late(path), path, None, "instance type", "'r5.16xlarge'",
-                  "a type with a known on-demand price (g4dn.xlarge")
-    assert "on_demand_prices" in str(error)
+                  "a type with a known on-demand price: pass --on-demand-price "
+                  "r5.16xlarge=USD_PER_HOUR or --prices FILE")
+    assert "on_demand_prices=" in str(error) and "\n" not in str(error)
     assert load_cant_be_late(path, on_demand_prices={"r5.16xlarge": 4.032}).market.zone \
         == "us-east-1b"
 

@@ -59,13 +59,13 @@ def test_load_traces_rejects_a_market_twice(files: dict[str, Path], tmp_path: Pa
 def test_unknown_extension(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "trace.parquet", "x")
     fails(lambda: load_trace(path), path, None, "file name", "'trace.parquet'",
-          "one of: Can't Be Late JSON")
+          "one of: Can't Be Late / SkyNomad JSON")
 
 
 def test_unknown_json_shape(tmp_path: Path) -> None:
     path = write_json(tmp_path / "t.json", {"prices": []})
     fails(lambda: load_trace(path), path, None, "top level", "['prices']",
-          "one of: Can't Be Late JSON")
+          "one of: Can't Be Late / SkyNomad JSON")
 
 
 def test_json_array(tmp_path: Path) -> None:

@@ -185,8 +185,10 @@ def test_bad_market_key(tmp_path: Path, key: str) -> None:
 
 def test_unknown_instance_type_without_on_demand_column(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "p.csv", HEADER, "0,aws/r/z/x9.huge,1,1")
-    fails(lambda: load_plain_csv(path), path, "line 2", "market", "'aws/r/z/x9.huge'",
-          "an instance type with a known on-demand price (g4dn.xlarge")
+    error = fails(lambda: load_plain_csv(path), path, "line 2", "market", "'aws/r/z/x9.huge'",
+                  "a type with a known on-demand price: pass --on-demand-price "
+                  "x9.huge=USD_PER_HOUR or --prices FILE")
+    assert str(error).endswith("; or an on_demand_price column")
 
 
 def test_on_demand_disagreement(tmp_path: Path) -> None:

@@ -143,4 +143,4 @@ def test_unknown_instance_type(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "t.csv",
                        *rows("2023-02-15T22:14:46Z", "us-east-1a", "p9.max", "2", "1", "1"))
     fails(lambda: load_skynomad_csv(path), path, "line 4", "instance_type", "'p9.max'",
-          "an instance type with a known on-demand price")
+          "a type with a known on-demand price: pass --on-demand-price p9.max=USD_PER_HOUR")

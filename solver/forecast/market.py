@@ -1,4 +1,5 @@
-"""One market's forecaster: a price model, an availability model and their error tracker."""
+"""One market's forecaster: a price model, an availability model, a capacity level model and
+their error tracker; it learns slot by slot and gives the market's :class:`MarketOutlook`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.forecast.base import Described, Forecaster, check_horizon, check_price
+from solver.forecast.levels import CapacityLevels
+from solver.forecast.outlook import QUANTILE_LEVELS, CapacityForecast, MarketOutlook, RunState
+from solver.forecast.semi_markov import SemiMarkovAvailability
 from solver.forecast.tracking import ErrorTracker
 
 
@@ -41,10 +45,12 @@ class MarketForecaster(Described):
     forecasts as the true slots arrive. The two models learn in place.
     """
 
-    def __init__(self, price: Forecaster, availability: Forecaster, window: int = 24) -> None:
+    def __init__(self, price: Forecaster, availability: Forecaster, window: int = 24,
+                 levels: CapacityLevels | None = None) -> None:
         self.price = price
         self.availability = availability
         self.window = window
+        self.levels = levels if levels is not None else CapacityLevels()
         self._errors = ErrorTracker(window)
 
     @property
@@ -65,6 +71,7 @@ class MarketForecaster(Described):
         self._errors.observe(price, count)
         self.price.learn_one(price)
         self.availability.learn_one(count if math.isnan(count) else float(count > 0))
+        self.levels.learn_one(count)
         ahead = self.forecast(self.window)
         self._errors.record(ahead.price, ahead.availability)
 
@@ -74,3 +81,25 @@ class MarketForecaster(Described):
         return MarketForecast(
             self.price.forecast(horizon), self.availability.forecast(horizon)
         )
+
+    def outlook(self, horizon: int) -> MarketOutlook:
+        """The probabilistic forecast of the next ``horizon`` slots (:mod:`.outlook`)."""
+        horizon = check_horizon(horizon)
+        point = self.price.forecast(horizon)
+        offsets = self._errors.price_quantile_offsets(QUANTILE_LEVELS)
+        offsets = offsets[:, np.minimum(np.arange(horizon), self.window - 1)]
+        model = self.availability
+        run = hazards = None
+        since = 0
+        if isinstance(model, SemiMarkovAvailability) and model.state >= 0:
+            run = RunState(model.state, model.age, model.since)
+            hazards = model.hazards()
+            since = model.since
+        levels = self.levels.snapshot()
+        capacity = CapacityForecast(
+            np.nan_to_num(model.forecast(horizon), nan=0.0),
+            levels.distribution(np.arange(since + 1, since + horizon + 1)))
+        return MarketOutlook(
+            price=point[None, :] * np.exp(offsets), capacity=capacity, levels=levels,
+            hazards=hazards, run=run, price_error=self._errors.price_error,
+            availability_error=self._errors.availability_error)

@@ -10,8 +10,10 @@ from solver.forecast.base import Forecaster, Seasonality
 from solver.forecast.baselines import MovingAverage, Persistence, SeasonalNaive
 from solver.forecast.drift import LearnedDrift
 from solver.forecast.holt_winters import HoltWintersPrice
+from solver.forecast.levels import CapacityLevels
 from solver.forecast.market import MarketForecaster
 from solver.forecast.markov import MarkovAvailability
+from solver.forecast.semi_markov import SemiMarkovAvailability
 from solver.forecast.snarimax import SnarimaxPrice
 
 SeriesFactory = Callable[[Seasonality], Forecaster]
@@ -34,12 +36,13 @@ PRICE_MODELS: Mapping[str, SeriesFactory] = MappingProxyType({
 })
 
 AVAILABILITY_MODELS: Mapping[str, SeriesFactory] = MappingProxyType({
+    "semi-markov": lambda season: SemiMarkovAvailability(season.period, season.phase),
     "markov": lambda season: MarkovAvailability(season.period, season.phase),
     **BASELINES,
 })
 
 DEFAULT_PRICE_MODEL = "learned-drift"
-DEFAULT_AVAILABILITY_MODEL = "markov"
+DEFAULT_AVAILABILITY_MODEL = "semi-markov"
 
 
 def market_factory(
@@ -55,7 +58,8 @@ def market_factory(
 
     def build(season: Seasonality, window: int) -> MarketForecaster:
         return MarketForecaster(
-            PRICE_MODELS[price](season), AVAILABILITY_MODELS[availability](season), window
+            PRICE_MODELS[price](season), AVAILABILITY_MODELS[availability](season), window,
+            CapacityLevels(season.period),
         )
 
     return build

@@ -21,15 +21,23 @@ class ErrorTracker:
     ``price_error`` and ``availability_error`` sum each market up in one number for policy
     selection: the exponentially weighted mean (rate ``rate`` per slot) of the horizon-averaged
     absolute percentage error and Brier score of the forecasts scored at each slot.
+
+    The last ``residuals`` log-ratios of true to forecast price are kept per horizon, from
+    which :meth:`price_quantile_offsets` gives the price forecast's empirical error quantiles.
     """
 
-    def __init__(self, window: int = 24, rate: float = 0.05) -> None:
+    def __init__(self, window: int = 24, rate: float = 0.05, residuals: int = 500) -> None:
         if window < 1:
             raise ValueError(f"ErrorTracker window={window!r}: expected at least 1 slot")
         if not 0 < rate <= 1:
             raise ValueError(f"ErrorTracker rate={rate!r}: expected 0 < rate <= 1")
+        if residuals < 1:
+            raise ValueError(f"ErrorTracker residuals={residuals!r}: expected at least 1")
         self.window = window
         self.rate = rate
+        self.residuals = residuals
+        self._residuals = np.full((window, residuals), math.nan)
+        self._residual_n = [0] * window
         # (slot after which it was made, price forecast, availability forecast), newest last.
         self._kept: deque[tuple[int, list[float], list[float]]] = deque(maxlen=window)
         self._next = 0
@@ -43,7 +51,8 @@ class ErrorTracker:
         self._availability_error = math.nan
 
     def __repr__(self) -> str:
-        return f"ErrorTracker(window={self.window}, rate={self.rate})"
+        return (f"ErrorTracker(window={self.window}, rate={self.rate}, "
+                f"residuals={self.residuals})")
 
     def record(self, price: np.ndarray, availability: np.ndarray) -> None:
         """Keep the forecasts (at least ``window`` slots each) made after the last observed
@@ -77,6 +86,10 @@ class ErrorTracker:
                 error = abs(forecast - price)
                 self._abs[k] += error
                 self._abs_n[k] += 1
+                if percent and forecast > 0:
+                    self._residuals[k, self._residual_n[k] % self.residuals] = math.log(
+                        price / forecast)
+                    self._residual_n[k] += 1
                 if percent:
                     ape = 100.0 * error / price
                     self._ape[k] += ape
@@ -117,6 +130,16 @@ class ErrorTracker:
     def price_mape(self) -> np.ndarray:
         """Mean absolute percentage price error by horizon, in percent."""
         return _mean(self._ape, self._ape_n)
+
+    def price_quantile_offsets(self, levels: tuple[float, ...]) -> np.ndarray:
+        """``(len(levels), window)``: quantiles of the log-ratio of true to forecast price by
+        horizon (0 where nothing was scored yet)."""
+        out = np.zeros((len(levels), self.window))
+        for k in range(self.window):
+            seen = self._residuals[k, : min(self._residual_n[k], self.residuals)]
+            if len(seen):
+                out[:, k] = np.quantile(seen, levels)
+        return out
 
     @property
     def availability_brier(self) -> np.ndarray:

@@ -27,7 +27,7 @@ def test_report_has_the_documented_shape_and_writes_json_and_plots(tmp_path):
         for baseline in entry["baselines"].values():
             assert set(baseline["price_mape"]) == {"1", "6"}
             assert set(baseline["availability_brier"]) == {"1", "6"}
-    assert report["model"] == {"price": "learned-drift", "availability": "markov"}
+    assert report["model"] == {"price": "learned-drift", "availability": "semi-markov"}
     for name in ("price_mape.png", "availability_brier.png", "forecast_example.png"):
         assert (tmp_path / "plots" / name).stat().st_size > 0
     text = console.export_text()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solver.forecast.models import MarketModels, Outlooks
 from solver.job import Allocation, Job, JobResult
 from solver.market import Market
 from solver.policy import Decision, JobView, Observation, Policy
@@ -106,7 +107,9 @@ class History:
 
 
 class Engine:
-    """Job state, market history and one policy, advanced slot by slot."""
+    """Job state, market history, the markets' forecasters and one policy, advanced slot by
+    slot. ``models`` (default: fresh forecasters on this grid) may come already trained on
+    the slots before ``origin``."""
 
     def __init__(
         self,
@@ -115,6 +118,7 @@ class Engine:
         slot_seconds: float,
         policy: Policy,
         expected_slots: int = 256,
+        models: MarketModels | None = None,
     ) -> None:
         self.markets = tuple(markets)
         self.index = {m.key: i for i, m in enumerate(self.markets)}
@@ -122,6 +126,7 @@ class Engine:
         self.slot_seconds = float(slot_seconds)
         self.policy = policy
         self.history = History(len(self.markets), max(1, expected_slots))
+        self._models = models
         self.slot = 0
         self._od_price = np.array([m.on_demand_price for m in self.markets])
         self._states: dict[str, JobState] = {}
@@ -173,6 +178,21 @@ class Engine:
                 "work for a running job; report completion instead"
             )
 
+    @property
+    def models(self) -> MarketModels:
+        """The markets' forecasters (fresh ones on this grid unless given)."""
+        if self._models is None:
+            self._models = MarketModels(len(self.markets), self.origin, self.slot_seconds)
+        return self._models
+
+    def forget_job(self, job_id: str) -> None:
+        """Drop a finished job's state (its result is no longer needed)."""
+        state = self._state(job_id)
+        if not state.finished:
+            raise ValueError(f"job id={job_id!r}: expected a finished job to forget")
+        del self._states[job_id]
+        self._order.remove((state.job.hard_deadline, job_id))
+
     def results(self) -> list[JobResult]:
         return [s.result() for s in self._states.values()]
 
@@ -202,9 +222,13 @@ class Engine:
     def all_finished(self) -> bool:
         return all(s.finished for s in self._states.values())
 
-    def decide(self, price_now: np.ndarray, availability_now: np.ndarray) -> dict[str, Allocation]:
-        """Ask the policy for this slot at its boundary; returns every active job's validated
-        allocation, zero instances for the jobs the policy leaves idle."""
+    def decide(self, price_now: np.ndarray, availability_now: np.ndarray,
+               outlooks: Outlooks | None = None) -> dict[str, Allocation]:
+        """Ask the policy for this slot at its boundary (at every boundary, with or without
+        active jobs, so that learning policies see every slot); returns every active job's
+        validated allocation, zero instances for the jobs the policy leaves idle.
+        ``outlooks``: the markets' forecasts at this boundary (default: this engine's
+        forecasters')."""
         if self._pending is not None:
             raise RuntimeError(f"slot {self.slot} was decided but not settled")
         active = self.active()
@@ -219,9 +243,11 @@ class Engine:
             price_now=np.array(price_now, dtype=float),
             availability_now=np.array(availability_now, dtype=np.int64),
             jobs=tuple(JobView(s.job, s.remaining, s.pending_overhead, s.held) for s in active),
+            outlooks=outlooks if outlooks is not None else self.models.outlooks(
+                price_hist, avail_hist, self.origin),
         )
         self.last_observation = obs
-        answer: Decision = self.policy.decide(obs) if active else {}
+        answer: Decision = self.policy.decide(obs)
         stray = sorted(set(answer) - {s.job.id for s in active})
         if stray:
             raise PolicyError(
@@ -275,6 +301,9 @@ class Engine:
                 state.finished = True
         self.history.append(price, availability)
         self.slot += 1
+        observe = getattr(self.policy, "observe_settled", None)
+        if observe is not None:
+            observe(np.asarray(price, dtype=float), np.asarray(availability, dtype=np.int64))
         return usage
 
     def _check_request(self, job: Job, request: Allocation) -> None:

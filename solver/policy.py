@@ -8,6 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
+from solver.forecast.models import Outlooks
 from solver.job import Allocation, Job
 from solver.market import Market
 
@@ -33,6 +34,7 @@ class Observation:
     ``price_history`` and ``availability_history`` hold closed slots ``0 .. slot-1``
     (``(markets, slot)`` arrays); ``price_now`` and ``availability_now`` are the values in
     force at this boundary. ``jobs`` are the active jobs in spot-priority order.
+    ``outlooks`` are the markets' forecasts made at this boundary from the closed slots.
     """
 
     slot: int
@@ -44,6 +46,7 @@ class Observation:
     price_now: np.ndarray
     availability_now: np.ndarray
     jobs: tuple[JobView, ...]
+    outlooks: Outlooks
 
     @property
     def slot_hours(self) -> float:
@@ -59,7 +62,9 @@ Decision = Mapping[str, Allocation]
 
 
 class Policy(Protocol):
-    """A scheduler: called once per slot, in order, with that slot's observation."""
+    """A scheduler: called once per slot, in order, with that slot's observation. A policy
+    that learns from how slots turned out may also define ``observe_settled(price,
+    availability)``, which the engine calls with each slot's realised values once it closes."""
 
     name: str
 

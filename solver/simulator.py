@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solver.engine import Engine
+from solver.forecast.models import MarketModels
 from solver.job import Allocation, Job, JobResult
 from solver.market import MarketData
 from solver.policy import Policy
@@ -72,13 +73,18 @@ def simulate(
     jobs: Sequence[Job],
     policy: Policy,
     progress: Callable[[int], None] | None = None,
+    models: MarketModels | None = None,
+    until_end: bool = False,
 ) -> SimulationResult:
     """Run ``jobs`` through ``data`` under ``policy``; deterministic for deterministic policies.
 
-    ``progress`` is called with the number of slots simulated since the last call.
+    ``progress`` is called with the number of slots simulated since the last call; ``models``
+    are the markets' forecasters, trained on what came before ``data`` (default: fresh ones).
+    The run stops once every job is done unless ``until_end`` (for a policy that learns from
+    the slots after that, as policy selection's counterfactuals do).
     """
     validate_jobs(jobs, data)
-    engine = Engine(data.markets, data.origin, data.slot_seconds, policy, data.n_slots)
+    engine = Engine(data.markets, data.origin, data.slot_seconds, policy, data.n_slots, models)
     for job in jobs:
         engine.add_job(job)
     n_markets, n_slots = data.price.shape
@@ -88,7 +94,7 @@ def simulate(
     decisions: list[tuple[int, str, Allocation]] = []
     reported = 0
     for t in range(n_slots):
-        if engine.all_finished():
+        if engine.all_finished() and not until_end:
             break
         answer = engine.decide(data.boundary_price[:, t], data.boundary_availability[:, t])
         decisions.extend((t, job_id, a) for job_id, a in answer.items())

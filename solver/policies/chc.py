@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar
 
 import numpy as np
 
@@ -46,12 +46,11 @@ from solver.optimize.backends import Backend, SolverLimits, solve_program
 from solver.optimize.decomposed import solve_decomposed
 from solver.optimize.plan import Plan
 from solver.optimize.program import build_program
-from solver.policies.common import on_demand, spot, target_deadline
-from solver.policies.forecast_sources import ForecastSource, LearnedForecast, OracleForecast
+from solver.policies.common import keeps_deadline, on_demand, spot
+from solver.policies.forecast_sources import ForecastSource, make_source
 from solver.policy import Decision, JobView, Observation
 
-WindowSolver = Literal["decomposed", "program"]
-WINDOW_SOLVERS: tuple[WindowSolver, ...] = ("decomposed", "program")
+WINDOW_SOLVERS = ("decomposed", "program")
 
 WINDOW_LIMITS = SolverLimits(node_limit=2_000, deterministic_seconds=5.0, relative_gap=1e-4)
 """Search limits of the integer window program: it is re-solved every slot."""
@@ -67,42 +66,57 @@ class _Controller:
 
 
 class CommittedHorizonControl:
-    """CHC with window ``window`` (slots), commitment ``commitment`` (``1 <= v <= w``) and a
-    forecast source: ``forecast``; else the oracle of ``data`` when ``data`` is given (a
-    hindsight yardstick); else the online forecasters of :mod:`solver.forecast`."""
+    """CHC with a window of ``window_hours`` (rounded to whole slots, at least one), a
+    commitment of ``commitment`` slots (``1 <= v <= w``), planning on the ``forecast`` kind
+    (:data:`~solver.policies.forecast_sources.FORECAST_KINDS`; the oracle needs the realised
+    market ``data``) or on a given ``source``."""
 
     name = "chc"
+    PARAMETERS: ClassVar[dict[str, type]] = {
+        "window_hours": float, "commitment": int, "solver": str, "forecast": str}
+    CONTEXT: ClassVar[tuple[str, ...]] = (
+        "data", "source", "backend", "limits")
 
     def __init__(
         self,
-        forecast: ForecastSource | None = None,
-        window: int = 24,
+        window_hours: float = 24.0,
         commitment: int = 1,
-        solver: WindowSolver = "decomposed",
+        solver: str = "decomposed",
+        forecast: str = "distribution",
         data: MarketData | None = None,
+        source: ForecastSource | None = None,
         backend: Backend = "highs",
         limits: SolverLimits = WINDOW_LIMITS,
     ) -> None:
-        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-            raise ValueError(f"window={window!r}: expected a whole number of slots >= 1")
-        if isinstance(commitment, bool) or not isinstance(commitment, int) or not (
-                1 <= commitment <= window):
-            raise ValueError(
-                f"commitment={commitment!r}: expected a whole number of slots in 1..{window}"
-            )
+        if not (math.isfinite(window_hours) and window_hours > 0):
+            raise ValueError(f"window_hours={window_hours!r}: expected a positive duration")
+        if isinstance(commitment, bool) or not isinstance(commitment, int) or commitment < 1:
+            raise ValueError(f"commitment={commitment!r}: expected a whole number of slots >= 1")
         if solver not in WINDOW_SOLVERS:
             raise ValueError(f"solver={solver!r}: expected one of {', '.join(WINDOW_SOLVERS)}")
-        if forecast is None:
-            forecast = LearnedForecast(window=window) if data is None else OracleForecast(data)
-        self.forecast = forecast
-        self.window = window
+        self.forecast = source if source is not None else make_source(forecast, data)
+        self.window_hours = window_hours
         self.commitment = commitment
         self.solver = solver
         self.backend = backend
         self.limits = limits
+        self.window = 0
         self._controllers: dict[int, _Controller] = {}
 
+    def __repr__(self) -> str:
+        return (f"CommittedHorizonControl(window_hours={self.window_hours}, "
+                f"commitment={self.commitment}, solver={self.solver!r}, "
+                f"forecast={type(self.forecast).__name__})")
+
     def decide(self, obs: Observation) -> Decision:
+        if not self.window:
+            self.window = max(1, round(self.window_hours * 3600.0 / obs.slot_seconds))
+            if self.commitment > self.window:
+                raise ValueError(
+                    f"commitment={self.commitment}: expected at most the window of "
+                    f"{self.window} slots ({self.window_hours:g} h)")
+        if not obs.jobs:
+            return {}
         k = obs.slot % self.commitment
         previous = self._controllers.get(k)
         plans, plan = self._solve(obs, previous)
@@ -120,7 +134,7 @@ class CommittedHorizonControl:
     def _solve(
         self, obs: Observation, previous: _Controller | None
     ) -> tuple[dict[str, list[Allocation | None]], Plan | None]:
-        price, availability = self.forecast.forecast(obs, self.window)
+        price, availability = self.forecast.window(obs, self.window)
         window = MarketData.from_slots(obs.markets, obs.time, obs.slot_seconds,
                                        np.asarray(price, dtype=float),
                                        np.asarray(availability, dtype=np.int64))
@@ -167,7 +181,7 @@ def _repair(obs: Observation, wanted: Mapping[str, Allocation | None], spot_is_s
     out: dict[str, Allocation] = {}
     for view in obs.jobs:
         choice = wanted.get(view.id)
-        if not _keeps_deadline(obs, view, choice, spot_is_safe):
+        if not keeps_deadline(obs, view, choice, spot_is_safe):
             choice = _safe_allocation(obs, view, choice, left) if spot_is_safe \
                 else on_demand(obs, view)
         if choice is None:
@@ -184,28 +198,3 @@ def _safe_allocation(obs: Observation, view: JobView, choice: Allocation | None,
     the boundary offers it, else on-demand) topped up with on-demand."""
     choice = choice or spot(obs, view, left) or on_demand(obs, view)
     return Allocation(choice.market, choice.spot, view.job.n_max - choice.spot)
-
-
-def _keeps_deadline(obs: Observation, view: JobView, choice: Allocation | None,
-                    spot_is_safe: bool) -> bool:
-    """True when, after this slot run with ``choice`` (``None``: idle), the job can still
-    finish on on-demand at ``N_max``, one restart included, by its target deadline, and by its
-    hard deadline even if the slot's spot is lost (spot is a fair bet for the soft deadline,
-    never for the hard one, unless the forecasts are exact)."""
-    return (_finishable(obs, view, choice, credit_spot=True, by=target_deadline(obs, view))
-            and _finishable(obs, view, choice, credit_spot=spot_is_safe,
-                            by=view.job.hard_deadline))
-
-
-def _finishable(obs: Observation, view: JobView, choice: Allocation | None, credit_spot: bool,
-                by: float) -> bool:
-    job = view.job
-    remaining = view.remaining
-    if choice is not None and (credit_spot or choice.spot == 0):
-        overhead = view.pending_overhead if choice == view.current else job.restart_overhead
-        productive = max(0.0, obs.slot_seconds - overhead)
-        remaining -= job.throughput(choice.total) * productive / 3600.0
-        if remaining <= 0:
-            return True
-    needed = job.restart_overhead + 3600.0 * job.hours_to_finish(remaining, job.n_max)
-    return obs.slot_end + needed <= by

@@ -95,3 +95,31 @@ def cheapest_on_demand_count(obs: Observation, view: JobView, deadline: float) -
 def _cheapest(view: JobView, options: list[tuple[float, int]]) -> int:
     current = view.current.market if view.current is not None else -1
     return min(options, key=lambda o: (o[0], o[1] != current, o[1]))[1]
+
+
+def keeps_deadline(obs: Observation, view: JobView, choice: Allocation | None,
+                   spot_is_safe: bool) -> bool:
+    """True when, after this slot run with ``choice`` (``None``: idle), the job can still
+    finish on on-demand at ``N_max``, one restart included, by its target deadline, and by its
+    hard deadline even if the slot's spot is lost (spot is a fair bet for the soft deadline,
+    never for the hard one, unless the forecasts are exact)."""
+    return (finishable(obs, view, choice, credit_spot=True, by=target_deadline(obs, view))
+            and finishable(obs, view, choice, credit_spot=spot_is_safe,
+                           by=view.job.hard_deadline))
+
+
+def finishable(obs: Observation, view: JobView, choice: Allocation | None, credit_spot: bool,
+               by: float) -> bool:
+    """True when, after this slot run with ``choice`` (``None``: idle; its spot credited only
+    with ``credit_spot``), on-demand at ``N_max`` could finish by ``by``, one restart
+    included."""
+    job = view.job
+    remaining = view.remaining
+    if choice is not None and (credit_spot or choice.spot == 0):
+        overhead = view.pending_overhead if choice == view.current else job.restart_overhead
+        productive = max(0.0, obs.slot_seconds - overhead)
+        remaining -= job.throughput(choice.total) * productive / 3600.0
+        if remaining <= 0:
+            return True
+    needed = job.restart_overhead + 3600.0 * job.hours_to_finish(remaining, job.n_max)
+    return obs.slot_end + needed <= by

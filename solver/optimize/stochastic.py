@@ -1,0 +1,317 @@
+"""A stochastic dynamic program for one job at a fixed instance count in one spot market.
+
+The model (units: slots of the grid; ``n`` instances; ``μ`` the restart overhead in slots):
+
+* The state at a boundary is the time ``t``, the **slack** ``σ = τ − w`` (``τ``: slots left to
+  the hard deadline, ``w``: slots of productive running the remaining work needs), the mode
+  held in the slot before (idle, spot or on-demand), and the spot market's state: capacity in
+  this slot or not (seen at the boundary) and the age bucket of that run
+  (:mod:`solver.forecast.hazards`). Capacity in the next slot follows the run hazards of a
+  :class:`~solver.forecast.hazards.HazardTable` (or any per-slot probabilities, see
+  :class:`SpotModel`).
+* Actions: idle (``σ`` falls by one slot), spot (only with capacity), or on-demand. Running the
+  mode already held keeps ``σ``; entering another mode pays the overhead at once: ``σ`` falls
+  by ``μ`` and the slot does ``1 − μ`` slots of work. A slot run is billed in full, the last
+  partial one included; a spot run lost to a slot without capacity leaves the job idle.
+* The hard deadline is kept by the on-demand fallback: an action is allowed only if, whatever
+  capacity comes, on-demand can still finish in time: ``σ ≥ μ`` after the slot unless
+  on-demand is held, ``σ ≥ 0`` on on-demand, and for spot also if the slot's spot is not
+  granted after all (the boundary shows the capacity in force at the slot's start, which may
+  not last the whole slot).
+* It minimises the expected bill minus the value of finishing (the job's value function at the
+  completion time), by backward induction over ``t``. ``σ`` lives on a grid of ``step``-slot
+  spacing (whole slots unless the slack is long, :data:`MAX_GRID` points at most); values
+  between grid points are interpolated linearly. Grid states from which no action is allowed
+  hold the bill of running on-demand to the end, so interpolation near the deadline stays
+  continuous. Values are stored as 32-bit floats.
+
+Paying the overhead at once, rather than over the slots it spans, changes only what a spot run
+lost during its overhead costs: the model charges the whole overhead, the simulator what
+elapsed — a slightly pessimistic view of short spot runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from solver.forecast.hazards import age_advance
+
+IDLE, SPOT, ON_DEMAND = 0, 1, 2
+"""Actions, and the modes a job holds."""
+
+_EPS = 1e-9
+
+MAX_GRID = 160
+"""Most slack grid points; a longer slack gets a coarser grid."""
+
+MAX_CELLS = 600_000
+"""Most (slot, slack) cells a program takes (about 120 MB of values at 0.2 h overhead)."""
+
+
+def overhead_phases(overhead: float) -> int:
+    """Slots a restart overhead of ``overhead`` slots spans (at least 1)."""
+    return max(1, math.ceil(overhead - _EPS))
+
+
+def state_count(overhead: float) -> int:
+    """States per (slot, slack, run bucket): idle and on-demand with and without capacity,
+    spot with its overhead paid, and spot in each slot of its overhead but the last."""
+    return 5 + overhead_phases(overhead) - 1
+
+
+def state_index(mode: int, capacity: bool, overhead: float = 0.0, owed: float = 0.0) -> int:
+    """The index of (mode held, capacity now, spot overhead still owed in slots); spot held
+    without capacity is idle (lost)."""
+    if mode == SPOT:
+        if not capacity:
+            return 0
+        if owed <= _EPS:
+            return 4
+        elapsed = min(max(round(overhead - owed), 1), overhead_phases(overhead) - 1)
+        return 4 + elapsed
+    return (2 if mode == ON_DEMAND else 0) + int(capacity)
+
+
+@dataclass(frozen=True)
+class SpotModel:
+    """What the program knows of the spot market over slots ``0 .. T-1`` from now.
+
+    ``on[t, a, b]``: probability of capacity in slot ``t + 1`` given capacity ``a`` (0/1) in
+    slot ``t`` and the age bucket ``b`` of that run; ``price[t]``: spot USD per instance-hour
+    in slot ``t``.
+    """
+
+    on: np.ndarray
+    price: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.on.ndim != 3 or self.on.shape[1] != 2 or len(self.price) != len(self.on):
+            raise ValueError(
+                f"spot model on {self.on.shape}, price {self.price.shape}: expected (T, 2, "
+                "buckets) and (T,)")
+
+
+@dataclass(frozen=True)
+class SingleJob:
+    """One job as the program sees it, times in slots from the program's origin: ``deadline``
+    (hard), ``soft``, ``overhead`` (``μ``); its ``instances`` and their on-demand price, the
+    value at the soft and hard deadlines and the penalty for missing. The work left is part of
+    the state (through the slack), not of the job."""
+
+    deadline: float
+    soft: float
+    overhead: float
+    instances: int
+    on_demand_price: float
+    slot_hours: float
+    value: float
+    value_at_hard_deadline: float
+    miss_penalty: float
+
+
+@dataclass(frozen=True)
+class Solution:
+    """Expected cost-to-go ``values[t, state, bucket, i]`` at slack ``i · step`` (slots), for
+    ``t = 0 .. T``, and the problem it solves."""
+
+    job: SingleJob
+    model: SpotModel
+    values: np.ndarray
+    step: float
+
+    @property
+    def slots(self) -> int:
+        return int(self.values.shape[0]) - 1
+
+    @property
+    def max_slack(self) -> float:
+        return (self.values.shape[3] - 1) * self.step
+
+    def action_values(self, t: int, mode: int, capacity: bool, bucket: int, slack: float,
+                      owed: float = 0.0) -> np.ndarray:
+        """Expected cost-to-go of idle, spot and on-demand at slot ``t`` (``inf`` where not
+        allowed), for a job holding ``mode`` that still owes ``owed`` slots of spot overhead
+        (an on-demand overhead counts as paid: take it out of ``slack``)."""
+        if not 0 <= t < self.slots:
+            raise ValueError(f"t={t!r}: expected a slot in 0..{self.slots - 1}")
+        out = np.empty(3)
+        _q(self.values, self.model.on, self.model.price, _params(self.job, self.step),
+           age_advance(), t, state_index(mode, capacity, self.job.overhead, owed), bucket,
+           slack, out)
+        return out
+
+    def best_action(self, t: int, mode: int, capacity: bool, bucket: int, slack: float,
+                    owed: float = 0.0) -> int | None:
+        """The cheapest allowed action; ``None`` when none keeps the deadline."""
+        q = self.action_values(t, mode, capacity, bucket, slack, owed)
+        best = int(np.argmin(q))
+        return best if math.isfinite(q[best]) else None
+
+
+def horizon(job: SingleJob) -> int:
+    """The slots the program spans: up to the one holding the hard deadline."""
+    return max(1, math.ceil(job.deadline - _EPS))
+
+
+def grid_for(max_slack: float) -> tuple[int, float]:
+    """Grid points and spacing (slots) covering slack ``0 .. max_slack``."""
+    span = max(max_slack, 0.0)
+    step = max(1.0, span / (MAX_GRID - 1))
+    return math.ceil(span / step - _EPS) + 1, step
+
+
+def fits(job: SingleJob, max_slack: float) -> bool:
+    """True when the program for ``job`` stays within :data:`MAX_CELLS`."""
+    return horizon(job) * grid_for(max_slack)[0] <= MAX_CELLS
+
+
+def solve(job: SingleJob, model: SpotModel, max_slack: float) -> Solution:
+    """Backward induction over the job's slots (module doc); the grid covers slack
+    ``0 .. max_slack``."""
+    slots = horizon(job)
+    if len(model.on) < slots:
+        raise ValueError(f"spot model of {len(model.on)} slots: expected at least {slots}")
+    if not fits(job, max_slack):
+        raise ValueError(f"{slots} slots with slack {max_slack:g}: expected at most "
+                         f"{MAX_CELLS} (slot, slack) cells")
+    grid, step = grid_for(max_slack)
+    values = _solve(slots, grid, state_count(job.overhead), model.on, model.price,
+                    _params(job, step), age_advance())
+    return Solution(job, model, values, step)
+
+
+def _params(job: SingleJob, step: float) -> np.ndarray:
+    return np.array([job.deadline, job.soft, job.overhead, float(job.instances),
+                     job.on_demand_price, job.slot_hours, job.value, job.value_at_hard_deadline,
+                     job.miss_penalty, step, float(overhead_phases(job.overhead))])
+
+
+@njit(cache=True)
+def _reward(params: np.ndarray, at: float) -> float:
+    """The job's value of finishing ``at`` slots from the origin (capped at the hard
+    deadline)."""
+    deadline, soft = params[0], params[1]
+    at = min(at, deadline)
+    if at <= soft or deadline <= soft:
+        return params[6]
+    return params[6] + (at - soft) / (deadline - soft) * (params[7] - params[6])
+
+
+@njit(cache=True)
+def _interp(row: np.ndarray, position: float) -> float:
+    """``row`` (a value per grid point) at a fractional grid ``position``."""
+    last = len(row) - 1
+    if position >= last:
+        return row[last]
+    i = int(position)
+    f = position - i
+    return row[i] if f < _EPS else (1.0 - f) * row[i] + f * row[i + 1]
+
+
+@njit(cache=True)
+def _expected(values: np.ndarray, on: np.ndarray, advance: np.ndarray, t: int, capacity: int,
+              bucket: int, kept: int, lost: int, position: float) -> float:
+    """Expected value at boundary ``t + 1``, at slack grid ``position``, of a job whose held
+    state becomes ``kept`` if the next slot has capacity and ``lost`` if it has none (states
+    without capacity are the even ones below 4, those with it the odd ones and spot's)."""
+    p_on = on[t, capacity, bucket]
+    total = 0.0
+    for nxt in range(2):
+        p = p_on if nxt == 1 else 1.0 - p_on
+        if p <= 0.0:
+            continue
+        state = kept if nxt == 1 else lost
+        if nxt == capacity:
+            up = advance[bucket]
+            v = (1.0 - up) * _interp(values[t + 1, state, bucket], position)
+            if up > 0.0:
+                v += up * _interp(values[t + 1, state, bucket + 1], position)
+        else:
+            v = _interp(values[t + 1, state, 0], position)
+        total += p * v
+    return total
+
+
+@njit(cache=True)
+def _q(values: np.ndarray, on: np.ndarray, price: np.ndarray, params: np.ndarray,
+       advance: np.ndarray, t: int, state: int, bucket: int, slack: float,
+       out: np.ndarray) -> None:
+    """Action values at boundary ``t`` (``inf`` where not allowed) into ``out``."""
+    deadline, overhead, n, step = params[0], params[2], params[3], params[9]
+    phases = int(params[10])
+    slot_cost = n * params[5]
+    work = deadline - t - slack
+    capacity = 1 if state == 1 or state == 3 or state >= 4 else 0
+    idled = slack - 1.0
+    for action in range(3):
+        out[action] = np.inf
+    if idled >= overhead - _EPS:
+        out[0] = _expected(values, on, advance, t, capacity, bucket, 1, 0, idled / step)
+    # on-demand: its overhead is paid at once (on-demand is never lost)
+    held_od = state == 2 or state == 3
+    paid = 0.0 if held_od else overhead
+    cost = slot_cost * params[4]
+    if work + paid <= 1.0 + _EPS:
+        out[2] = cost - _reward(params, t + paid + work)
+    elif slack - paid >= -_EPS:
+        out[2] = cost + _expected(values, on, advance, t, capacity, bucket, 3, 2,
+                                  (slack - paid) / step)
+    # spot: the overhead is paid slot by slot and lost with the run
+    if capacity == 0 or idled < overhead - _EPS:
+        return
+    if state == 4:
+        owed = 0.0
+    elif state > 4:
+        owed = overhead - (state - 4)
+    else:
+        owed = overhead
+    paid = min(owed, 1.0)
+    cost = slot_cost * price[t]
+    if work + owed <= 1.0 + _EPS:
+        out[1] = cost - _reward(params, t + owed + work)
+        return
+    after = slack - paid
+    if after < overhead - _EPS:
+        return
+    elapsed = (phases - 1 if state == 4 else (state - 4 if state > 4 else 0)) + 1
+    kept = 4 if owed <= 1.0 + _EPS or elapsed >= phases else 4 + elapsed
+    out[1] = cost + _expected(values, on, advance, t, capacity, bucket, kept, 0, after / step)
+
+
+@njit(cache=True)
+def _fallback(params: np.ndarray, t: int, state: int, slack: float) -> float:
+    """On-demand from boundary ``t`` to the end, whatever the deadline."""
+    deadline, overhead = params[0], params[2]
+    paid = 0.0 if state == 2 or state == 3 else overhead
+    span = max(deadline - t - slack + paid, 0.0)
+    return params[3] * params[5] * params[4] * math.ceil(span - _EPS) - _reward(params, t + span)
+
+
+@njit(cache=True)
+def _solve(slots: int, grid: int, states: int, on: np.ndarray, price: np.ndarray,
+           params: np.ndarray, advance: np.ndarray) -> np.ndarray:
+    buckets, step = on.shape[2], params[9]
+    values = np.empty((slots + 1, states, buckets, grid), dtype=np.float32)
+    q = np.empty(3)
+    for s in range(states):
+        for i in range(grid):
+            v = _fallback(params, slots, s, i * step)
+            for b in range(buckets):
+                values[slots, s, b, i] = v
+    for t in range(slots - 1, -1, -1):
+        for s in range(states):
+            for b in range(buckets):
+                for i in range(grid):
+                    slack = i * step
+                    if params[0] - t - slack <= 0.0:
+                        values[t, s, b, i] = 0.0
+                        continue
+                    _q(values, on, price, params, advance, t, s, b, slack, q)
+                    best = min(q[0], min(q[1], q[2]))
+                    values[t, s, b, i] = best if best < np.inf else _fallback(
+                        params, t, s, slack)
+    return values

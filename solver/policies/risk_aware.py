@@ -1,0 +1,203 @@
+"""The risk-aware planner: it plans on the markets' forecast distributions, not on point
+forecasts, and keeps every hard deadline with an on-demand fallback.
+
+* A job at a fixed instance count (``N_min = N_max``) that may use spot follows a stochastic
+  dynamic program (:mod:`solver.optimize.stochastic`) per allowed spot market: it minimises the
+  expected bill minus the value of finishing over (slack, mode, capacity, age of the capacity
+  run), with capacity following the market's run hazards by age and time of day. Restart
+  overhead is priced as a risk: entering spot pays it, and the program knows how likely the run
+  is to end before the overhead pays off. A program is solved once and followed — it is a rule
+  for every state — and re-solved every ``resolve_hours`` of the job's life on the newest
+  outlook (or sooner when the job's state leaves what it covers). The job takes the cheapest
+  action over its markets; spot goes to jobs in the simulator's priority order, a job seeing
+  none left in its market as a slot without capacity.
+* Any other job (an instance range, or no run hazards learned yet) is planned by Committed
+  Horizon Control on the distributions (:class:`~solver.policies.forecast_sources.
+  DistributionForecast`: spot only where it is ``confidence`` likely, priced with the expected
+  cost of losing it), re-solved every slot, on the spot the fixed-count jobs left.
+
+Before an allocation of a fixed-count job runs, :func:`~solver.policies.common.finishable`
+checks that on-demand could still meet the hard deadline should this slot's spot be lost;
+where it could not, the job runs on-demand at ``N_max`` (the soft deadline is the value
+function's business). Committed Horizon Control applies its own safety net.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+import numpy as np
+
+from solver.forecast.hazards import age_bucket
+from solver.job import Allocation
+from solver.market import MarketData
+from solver.optimize import stochastic
+from solver.optimize.stochastic import IDLE, ON_DEMAND, SPOT, SingleJob, Solution, SpotModel
+from solver.policies.chc import CommittedHorizonControl
+from solver.policies.common import finishable, on_demand, on_demand_market
+from solver.policies.forecast_sources import DistributionForecast, ForecastSource, make_source
+from solver.policy import Decision, JobView, Observation
+
+
+@dataclass
+class _Program:
+    """A solved program for one job in one market, and the slot it was solved at."""
+
+    solved_at: int
+    solution: Solution
+
+
+class RiskAware:
+    """The risk-aware planner (module doc), planning on ``forecast`` (default: the learned
+    distributions)."""
+
+    name = "risk-aware"
+    PARAMETERS: ClassVar[dict[str, type]] = {
+        "forecast": str, "resolve_hours": float, "window_hours": float, "confidence": float}
+    CONTEXT: ClassVar[tuple[str, ...]] = (
+        "data", "source")
+
+    def __init__(
+        self,
+        forecast: str = "distribution",
+        resolve_hours: float = 6.0,
+        window_hours: float = 24.0,
+        confidence: float = 0.9,
+        data: MarketData | None = None,
+        source: ForecastSource | None = None,
+    ) -> None:
+        if not (math.isfinite(resolve_hours) and resolve_hours > 0):
+            raise ValueError(f"resolve_hours={resolve_hours!r}: expected a positive duration")
+        if source is None:
+            source = (DistributionForecast(confidence) if forecast == "distribution"
+                      else make_source(forecast, data))  # type: ignore[arg-type]
+        self.forecast = source
+        self.resolve_hours = resolve_hours
+        self.window_hours = window_hours
+        self.confidence = confidence
+        self._windowed = CommittedHorizonControl(window_hours, source=source)
+        self._programs: dict[tuple[str, int], _Program] = {}
+
+    def __repr__(self) -> str:
+        return (f"RiskAware(resolve_hours={self.resolve_hours}, "
+                f"window_hours={self.window_hours}, confidence={self.confidence}, "
+                f"forecast={type(self.forecast).__name__})")
+
+    def decide(self, obs: Observation) -> Decision:
+        left = np.array(obs.availability_now, dtype=np.int64)
+        out: dict[str, Allocation] = {}
+        others: list[JobView] = []
+        for view in obs.jobs:
+            if not self._programmable(obs, view):
+                others.append(view)
+                continue
+            choice = self._follow(obs, view, left)
+            if not finishable(obs, view, choice, credit_spot=self.forecast.exact,
+                              by=view.job.hard_deadline):
+                choice = on_demand(obs, view)
+            if choice is not None:
+                left[choice.market] -= min(choice.spot, int(left[choice.market]))
+                out[view.id] = choice
+        if others:
+            rest = replace(obs, jobs=tuple(others), availability_now=left)
+            out.update(self._windowed.decide(rest))
+        live = {v.id for v in obs.jobs}
+        self._programs = {k: p for k, p in self._programs.items() if k[0] in live}
+        return out
+
+    def _programmable(self, obs: Observation, view: JobView) -> bool:
+        job = view.job
+        if job.n_min != job.n_max or not job.allow_spot:
+            return False
+        markets = _spot_markets(obs, view)
+        if not markets:
+            return False
+        if not self.forecast.exact and any(obs.outlooks[m].hazards is None for m in markets):
+            return False
+        return stochastic.fits(_single_job(obs, view), _slack(obs, view))
+
+    def _follow(self, obs: Observation, view: JobView, left: np.ndarray) -> Allocation | None:
+        """The cheapest action over the job's spot markets, by their programs."""
+        job = view.job
+        n = job.n_min
+        od_market = on_demand_market(obs, view)
+        current = view.current
+        best: tuple[float, int, int] | None = None
+        for m in _spot_markets(obs, view):
+            program = self._program(obs, view, m)
+            held = _held(current, m, od_market, n)
+            pending = view.pending_overhead / obs.slot_seconds if held != IDLE else 0.0
+            slack = _slack(obs, view) - (pending if held == ON_DEMAND else 0.0)
+            available = int(obs.availability_now[m])
+            run = (obs.outlooks[m].run.at_boundary(available > 0).age
+                   if obs.outlooks[m].run is not None else 1)
+            q = program.solution.action_values(
+                obs.slot - program.solved_at, held, int(left[m]) >= n, age_bucket(run), slack,
+                pending if held == SPOT else 0.0)
+            for action in (IDLE, SPOT, ON_DEMAND):
+                if math.isfinite(q[action]) and (best is None or q[action] < best[0] - 1e-9):
+                    best = (float(q[action]), action, m)
+        if best is None or best[1] == ON_DEMAND:
+            return on_demand(obs, view)
+        if best[1] == SPOT:
+            return Allocation(best[2], spot=n)
+        return None
+
+    def _program(self, obs: Observation, view: JobView, market: int) -> _Program:
+        key = (view.id, market)
+        program = self._programs.get(key)
+        resolve = max(1, round(self.resolve_hours * 3600.0 / obs.slot_seconds))
+        if (program is None or obs.slot - program.solved_at >= min(
+                resolve, program.solution.slots) or _slack(obs, view)
+                > program.solution.max_slack + 1e-6
+                or program.solution.job != _single_job(obs, view, obs.slot - program.solved_at)):
+            job = _single_job(obs, view)
+            on, price = self.forecast.transitions(obs, market, stochastic.horizon(job))
+            model = SpotModel(on, price)
+            program = self._programs[key] = _Program(
+                obs.slot, stochastic.solve(job, model, _slack(obs, view)))
+        return program
+
+
+def _spot_markets(obs: Observation, view: JobView) -> list[int]:
+    return [m for m, market in enumerate(obs.markets) if view.job.may_use(market.key)]
+
+
+def _single_job(obs: Observation, view: JobView, since: int = 0) -> SingleJob:
+    """The job in slots from the boundary ``since`` slots ago (its program's origin)."""
+    job = view.job
+    slot = obs.slot_seconds
+    start = obs.time - since * slot
+    market = obs.markets[on_demand_market(obs, view)]
+    return SingleJob(
+        deadline=(job.hard_deadline - start) / slot,
+        soft=(job.soft_deadline - start) / slot,
+        overhead=job.restart_overhead / slot,
+        instances=job.n_min,
+        on_demand_price=market.on_demand_price,
+        slot_hours=obs.slot_hours,
+        value=job.value,
+        value_at_hard_deadline=job.value_at_hard_deadline,
+        miss_penalty=job.miss_penalty,
+    )
+
+
+def _slack(obs: Observation, view: JobView) -> float:
+    """Slots to spare now: time to the hard deadline less the running the remaining work
+    needs."""
+    job = view.job
+    work = view.remaining / job.throughput(job.n_min) * 3600.0
+    return (job.hard_deadline - obs.time - work) / obs.slot_seconds
+
+
+def _held(current: Allocation | None, market: int, od_market: int, n: int) -> int:
+    """The mode the job holds as seen from ``market``'s program (idle when any action there
+    is a switch)."""
+    if current is not None and current.total == n:
+        if current.spot == n and current.market == market:
+            return SPOT
+        if current.on_demand == n and current.market == od_market:
+            return ON_DEMAND
+    return IDLE

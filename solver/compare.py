@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from solver.job import Job
 from solver.market import MarketData
-from solver.policies import make_policy
+from solver.policies import HINDSIGHT, PolicySpec, check_spec, make_policy
 from solver.policies.baselines import OnDemandOnly
+from solver.policy import Policy
 from solver.simulator import SimulationResult, simulate_partitioned
 
 
@@ -54,33 +55,33 @@ def summarize(result: SimulationResult, on_demand_cost: float | None) -> PolicyS
     )
 
 
-HINDSIGHT = frozenset({"optimum"})
-"""Policies that plan with the whole market data and workload: yardsticks, not online."""
-
-
-def _hindsight(name: str, data: MarketData, jobs: Sequence[Job]) -> dict[str, object]:
-    return {"data": data, "jobs": list(jobs)} if name in HINDSIGHT else {}
-
-
 def compare_policies(
     data: MarketData,
     jobs: Sequence[Job],
-    policies: Sequence[str],
+    policies: Sequence[str | PolicySpec],
     progress: Callable[[int], None] | None = None,
     partition_of: Callable[[str], int] = lambda job_id: 0,
 ) -> tuple[list[SimulationResult], list[PolicySummary]]:
-    """Simulate each named policy; on-demand only also runs (unreported) when not named, as
+    """Simulate each policy spec; on-demand only also runs (unreported) when not named, as
     the reference for ``cost_vs_on_demand``. ``partition_of`` splits the jobs among
-    independent schedulers (default: one scheduler for all)."""
+    independent schedulers (default: one scheduler for all). A result is labelled with its
+    spec (``chc:window_hours=12``)."""
     if not policies:
-        raise ValueError("policies: expected at least one policy name")
-    duplicates = sorted({p for p in policies if policies.count(p) > 1})
+        raise ValueError("policies: expected at least one policy")
+    specs = [check_spec(p) for p in policies]
+    labels = [str(s) for s in specs]
+    duplicates = sorted({x for x in labels if labels.count(x) > 1})
     if duplicates:
         raise ValueError(f"policies: {duplicates} named more than once")
+
+    def build(spec: PolicySpec) -> Policy:
+        hindsight = {"data": data, "jobs": list(jobs)} if spec.name in HINDSIGHT else {}
+        return make_policy(spec, **hindsight)
+
     results = [
-        simulate_partitioned(data, jobs, lambda n=name: make_policy(n, **_hindsight(n, data, jobs)),
-                             partition_of, progress)
-        for name in policies
+        replace(simulate_partitioned(data, jobs, lambda s=spec: build(s), partition_of,
+                                     progress), policy=str(spec))
+        for spec in specs
     ]
     reference = next((r for r in results if r.policy == OnDemandOnly.name), None)
     if reference is None:

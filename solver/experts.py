@@ -1,14 +1,18 @@
 """Experts and bandit learners over a fixed pool, and their regret.
 
-Both learners are exponential weights over cumulative (estimated) losses in ``[0, 1]``:
+Both learners are exponential weights over cumulative (estimated) losses in ``[0, 1]`` with an
+*anytime* learning rate, which needs no horizon: after ``t`` updates (``t >= 1``) it is
+``scale`` times the rate of the worst-case analysis.
 
-* :class:`Hedge` sees every member's loss each round (full information). With a known horizon
-  ``T`` its rate is ``η = sqrt(8 ln K / T)`` and its regret is at most ``sqrt(T ln K / 2)``;
-  without one it restarts on rounds ``2^m`` with the rate for ``2^m`` rounds (doubling trick),
-  which costs a factor ``√2 / (√2 - 1)``.
+* :class:`Hedge` sees every member's loss each round (full information); its rate is
+  ``η_t = scale · sqrt(8 ln K / t)``. With ``scale = 1`` its regret after ``T`` rounds is at
+  most ``sqrt(2 T ln K) + sqrt(ln K / 8)`` (Cesa-Bianchi and Lugosi 2006, Theorem 2.3). A larger
+  scale concentrates on the best member sooner when one member is steadily better, as in the
+  policy pools here, at the cost of the worst-case guarantee.
 * :class:`Exp3` sees only the loss of the member it played and weights it by the inverse of
-  that member's probability. With ``η = sqrt(2 ln K / (T K))`` its expected regret is at most
-  ``sqrt(2 T K ln K)`` (Bubeck and Cesa-Bianchi 2012, Theorem 3.1); doubling as above.
+  that member's probability; its rate is ``η_t = scale · sqrt(ln K / (t K))``, with expected
+  regret at most ``2 sqrt(T K ln K)`` for ``scale = 1`` (Bubeck and Cesa-Bianchi 2012,
+  Theorem 3.1 with the anytime rate).
 
 A round is drawn with :meth:`draw` and updated later with :meth:`update`, so feedback may
 arrive after other rounds were drawn; importance weights use the probabilities of the draw.
@@ -21,9 +25,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-DOUBLING_FACTOR = math.sqrt(2.0) / (math.sqrt(2.0) - 1.0)
-"""How much the doubling trick can lose against a rate tuned to the true horizon."""
-
 
 @dataclass(frozen=True, slots=True)
 class Round:
@@ -34,26 +35,24 @@ class Round:
 
 
 class _ExponentialWeights:
-    """Shared core: cumulative losses per member, a rate from the horizon, epochs."""
+    """Shared core: cumulative losses per member and an anytime rate."""
 
-    def __init__(self, n_members: int, horizon: int | None = None) -> None:
+    def __init__(self, n_members: int, scale: float = 1.0) -> None:
         if n_members < 1:
             raise ValueError(f"n_members={n_members!r}: expected at least one member")
-        if horizon is not None and horizon < 1:
-            raise ValueError(f"horizon={horizon!r}: expected a number of rounds >= 1, or None")
+        if not (math.isfinite(scale) and scale > 0):
+            raise ValueError(f"rate scale={scale!r}: expected a positive number")
         self.n_members = n_members
-        self.horizon = horizon
+        self.scale = scale
         self.rounds = 0
-        self._epoch_length = horizon if horizon is not None else 1
-        self._epoch_rounds = 0
         self._losses = np.zeros(n_members)
 
-    def _rate(self, rounds: int) -> float:
+    def rate(self) -> float:
         raise NotImplementedError
 
     def probabilities(self) -> np.ndarray:
         """The current distribution over members."""
-        scores = -self._rate(self._epoch_length) * self._losses
+        scores = -self.rate() * self._losses
         weights = np.exp(scores - scores.max())
         return weights / weights.sum()
 
@@ -64,12 +63,7 @@ class _ExponentialWeights:
 
     def _add(self, estimates: np.ndarray) -> None:
         self._losses += estimates
-        self._epoch_rounds += 1
         self.rounds += 1
-        if self.horizon is None and self._epoch_rounds == self._epoch_length:
-            self._epoch_length *= 2
-            self._epoch_rounds = 0
-            self._losses = np.zeros(self.n_members)
 
 
 def _check_losses(losses: np.ndarray, n_members: int, only: int | None = None) -> np.ndarray:
@@ -89,17 +83,17 @@ class Hedge(_ExponentialWeights):
 
     name = "hedge"
 
-    def _rate(self, rounds: int) -> float:
-        return math.sqrt(8.0 * math.log(self.n_members) / rounds)
+    def rate(self) -> float:
+        return self.scale * math.sqrt(8.0 * math.log(self.n_members) / max(1, self.rounds))
 
     def update(self, round_: Round, losses: np.ndarray) -> None:
         """Learn every member's loss for one round."""
         self._add(_check_losses(losses, self.n_members))
 
     def regret_bound(self, rounds: int) -> float:
-        """Worst-case regret after ``rounds`` rounds."""
-        bound = math.sqrt(rounds * math.log(self.n_members) / 2.0)
-        return bound if self.horizon is not None else DOUBLING_FACTOR * bound
+        """Worst-case regret after ``rounds`` rounds at ``scale = 1``."""
+        log_k = math.log(self.n_members)
+        return math.sqrt(2.0 * rounds * log_k) + math.sqrt(log_k / 8.0)
 
 
 class Exp3(_ExponentialWeights):
@@ -107,9 +101,9 @@ class Exp3(_ExponentialWeights):
 
     name = "exp3"
 
-    def _rate(self, rounds: int) -> float:
+    def rate(self) -> float:
         k = self.n_members
-        return math.sqrt(2.0 * math.log(k) / (rounds * k)) if k > 1 else 0.0
+        return self.scale * math.sqrt(math.log(k) / (max(1, self.rounds) * k)) if k > 1 else 0.0
 
     def update(self, round_: Round, losses: np.ndarray) -> None:
         """Learn the played member's loss (the other entries are not read)."""
@@ -120,10 +114,9 @@ class Exp3(_ExponentialWeights):
         self._add(estimates)
 
     def regret_bound(self, rounds: int) -> float:
-        """Bound on the expected regret after ``rounds`` rounds."""
+        """Bound on the expected regret after ``rounds`` rounds at ``scale = 1``."""
         k = self.n_members
-        bound = math.sqrt(2.0 * rounds * k * math.log(k))
-        return bound if self.horizon is not None else DOUBLING_FACTOR * bound
+        return 2.0 * math.sqrt(rounds * k * math.log(k))
 
 
 LEARNERS = {Hedge.name: Hedge, Exp3.name: Exp3}

@@ -3,11 +3,12 @@
 * ``cant-be-late`` sets up the Can't Be Late experiment (DESIGN §5): slots are the trace's
   ticks (``tick_slots``), windows of ``window_ticks`` ticks start at
   ``sorted(random.Random(seed).sample(range(n_ticks - window_ticks + 1), windows))``, and each
-  window holds one single-instance job per market, confined to that market: ``work_hours`` of
+  window holds one single-instance job per market, confined to that market: ``work`` hours of
   work (``alpha = 1``, ``beta = 0``) due ``deadline`` hours after the window starts, with soft
-  = hard deadline. One case per (deadline, restart overhead). The job is worth its on-demand
-  bill under the simulator's billing (so on-demand only has utility 0 and a policy's utility
-  is what it saves) until the deadline; a miss costs ``miss_penalty_factor`` times that.
+  = hard deadline. One case per (work, deadline) task and restart overhead. The job is worth
+  its on-demand bill under the simulator's billing (so on-demand only has utility 0 and a
+  policy's utility is what it saves) until the deadline; a miss costs ``miss_penalty_factor``
+  times that.
 * ``fine-tune`` runs several multi-instance fine-tuning jobs per window on hourly slots
   (``build_market_data``), competing for spot capacity in every market: jobs from
   :func:`~solver.workload.generate_jobs` (``n_min = n_max / 2``, ``n_max`` up to 8,
@@ -16,10 +17,14 @@
   window waiting for the next boundary. Probe traces, whose counts are only 0 or 1, are read
   as "``capacity_per_probe`` instances obtainable, or none": availability ×
   ``capacity_per_probe``.
+
+Every episode carries the markets' forecasters trained on the trace before its window, as a
+live deployment would have them (:class:`~solver.forecast.models.MarketModels`).
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import random
 from collections.abc import Sequence
@@ -27,19 +32,26 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from solver.forecast.models import MarketModels
 from solver.job import Job
 from solver.market import SECONDS_PER_HOUR, MarketData, MarketTicks, build_market_data, tick_slots
 from solver.workload import WorkloadSpec, generate_jobs
 
-SCENARIOS = ("cant-be-late", "fine-tune")
+SCENARIOS = ("cant-be-late", "fine-tune", "scarce")
 
 
 @dataclass(frozen=True)
 class Episode:
-    """One window of market data and the jobs released in it."""
+    """One window of market data, the jobs released in it, and the markets' forecasters as
+    trained on the data before the window (copy them before use: they learn in place)."""
 
     data: MarketData
     jobs: tuple[Job, ...]
+    models: MarketModels | None = field(default=None, compare=False, repr=False)
+
+    def fresh_models(self) -> MarketModels | None:
+        """A copy of the trained forecasters, for one run over the episode."""
+        return copy.deepcopy(self.models)
 
 
 @dataclass(frozen=True)
@@ -57,10 +69,10 @@ class Case:
 
 @dataclass(frozen=True)
 class CantBeLateSpec:
-    """The Can't Be Late setup (module doc)."""
+    """The Can't Be Late setup (module doc): ``tasks`` are (work, deadline) hour pairs, each
+    played at every restart overhead of ``overheads_hours``."""
 
-    work_hours: float = 48.0
-    deadlines_hours: tuple[float, ...] = (52.0, 60.0)
+    tasks: tuple[tuple[float, float], ...] = ((48.0, 52.0), (48.0, 60.0), (12.0, 16.0))
     overheads_hours: tuple[float, ...] = (0.02, 0.2)
     tick_seconds: float = 195.0
     window_ticks: int = 1145
@@ -69,14 +81,23 @@ class CantBeLateSpec:
 
 @dataclass(frozen=True)
 class FineTuneSpec:
-    """The fine-tuning setup (module doc)."""
+    """The fine-tuning setup (module doc); :data:`SCARCE` is the ``scarce`` one."""
 
+    scenario: str = "fine-tune"
     slot_seconds: float = 3600.0
     window_slots: int = 168
     jobs_per_window: int = 8
     capacity_per_probe: int = 8
     workload: WorkloadSpec = field(default_factory=lambda: WorkloadSpec(
         workload_range=(16.0, 96.0), n_max_choices=(2, 4, 8), slack_range=(1.3, 2.5)))
+
+
+SCARCE = FineTuneSpec(
+    scenario="scarce", slot_seconds=1800.0, window_slots=96, jobs_per_window=12,
+    capacity_per_probe=16, workload=WorkloadSpec(
+        workload_range=(16.0, 128.0), n_max_choices=(8, 12, 16), slack_range=(1.2, 2.0),
+        n_min_share=0.25))
+"""Competing jobs on markets that count their capacity (module doc)."""
 
 
 def window_starts(n_slots: int, length: int, windows: int, seed: int) -> list[int]:
@@ -95,29 +116,48 @@ def window_starts(n_slots: int, length: int, windows: int, seed: int) -> list[in
 def cant_be_late_cases(
     ticks: Sequence[MarketTicks], windows: int, seed: int, spec: CantBeLateSpec = CantBeLateSpec()
 ) -> list[Case]:
-    """One case per (deadline, restart overhead) of ``spec`` (module doc)."""
+    """One case per task and restart overhead of ``spec`` (module doc)."""
+    if not spec.tasks or not spec.overheads_hours:
+        raise ValueError("cant-be-late: expected at least one (work, deadline) task and one "
+                         "restart overhead")
     data = tick_slots(ticks, spec.tick_seconds)
     starts = window_starts(data.n_slots, spec.window_ticks, windows, seed)
+    models = trained_models(data, starts)
     cases = []
-    for deadline in spec.deadlines_hours:
+    for work, deadline in spec.tasks:
         for overhead in spec.overheads_hours:
-            if spec.work_hours + overhead > deadline:
+            if not (work > 0 and overhead >= 0 and work + overhead <= deadline):
                 raise ValueError(
-                    f"deadline {deadline} h: expected at least work {spec.work_hours} h plus "
-                    f"restart overhead {overhead} h"
-                )
+                    f"work {work:g} h, deadline {deadline:g} h, restart overhead "
+                    f"{overhead:g} h: expected work > 0 and work plus overhead within the "
+                    "deadline")
             episodes = tuple(
-                Episode(window, _cant_be_late_jobs(window, k, deadline, overhead, spec))
+                Episode(window, _cant_be_late_jobs(window, k, work, deadline, overhead, spec),
+                        models[k])
                 for k, window in ((k, data.window(s, spec.window_ticks))
                                   for k, s in enumerate(starts))
             )
-            name = (f"cant-be-late {spec.work_hours:g}h/{deadline:g}h/{overhead:g}h")
+            name = f"cant-be-late {work:g}h/{deadline:g}h/{overhead:g}h"
             cases.append(Case("cant-be-late", name, episodes))
     return cases
 
 
+def trained_models(data: MarketData, starts: Sequence[int]) -> list[MarketModels]:
+    """The markets' forecasters trained on ``data`` up to each of the sorted ``starts``."""
+    models = MarketModels(len(data.markets), data.origin, data.slot_seconds)
+    out = []
+    learned = 0
+    for start in starts:
+        for t in range(learned, start):
+            models.learn(data.price[:, t], data.availability[:, t])
+        learned = max(learned, start)
+        out.append(copy.deepcopy(models))
+    return out
+
+
 def _cant_be_late_jobs(
-    window: MarketData, k: int, deadline: float, overhead: float, spec: CantBeLateSpec
+    window: MarketData, k: int, work: float, deadline: float, overhead: float,
+    spec: CantBeLateSpec,
 ) -> tuple[Job, ...]:
     end = window.slot_start(window.n_slots)
     due = window.origin + deadline * SECONDS_PER_HOUR
@@ -126,13 +166,13 @@ def _cant_be_late_jobs(
             f"deadline {deadline} h: expected within the window of {spec.window_ticks} ticks "
             f"({(end - window.origin) / SECONDS_PER_HOUR:.2f} h)"
         )
-    ticks = math.ceil((spec.work_hours + overhead) * SECONDS_PER_HOUR / window.slot_seconds)
+    ticks = math.ceil((work + overhead) * SECONDS_PER_HOUR / window.slot_seconds)
     jobs = []
     for market in window.markets:
         value = ticks * window.slot_hours * market.on_demand_price
         jobs.append(Job(
             id=f"w{k:02d}-{market.zone}",
-            workload=spec.work_hours,
+            workload=work,
             release=window.origin,
             soft_deadline=due,
             hard_deadline=due,
@@ -148,10 +188,12 @@ def _cant_be_late_jobs(
 def fine_tune_case(
     ticks: Sequence[MarketTicks], windows: int, seed: int, spec: FineTuneSpec = FineTuneSpec()
 ) -> Case:
-    """Several competing multi-instance jobs per window on hourly slots (module doc)."""
+    """Several competing multi-instance jobs per window (module doc: ``fine-tune``, or
+    ``scarce`` with :data:`SCARCE`)."""
     data = build_market_data([_scaled(t, spec.capacity_per_probe) for t in ticks],
                              spec.slot_seconds)
     starts = window_starts(data.n_slots, spec.window_slots, windows, seed)
+    models = trained_models(data, starts)
     episodes = []
     for k, start in enumerate(starts):
         window = data.window(start, spec.window_slots)
@@ -159,8 +201,8 @@ def fine_tune_case(
                              replace(spec.workload, seed=seed * 1000 + k))
         episodes.append(Episode(window, tuple(
             replace(j, id=f"w{k:02d}-{j.id}", release=window.slot_start(window.slot_of(j.release)))
-            for j in jobs)))
-    return Case("fine-tune", "fine-tune", tuple(episodes))
+            for j in jobs), models[k]))
+    return Case(spec.scenario, spec.scenario, tuple(episodes))
 
 
 def _scaled(ticks: MarketTicks, capacity_per_probe: int) -> MarketTicks:
@@ -170,7 +212,8 @@ def _scaled(ticks: MarketTicks, capacity_per_probe: int) -> MarketTicks:
 
 
 def build_cases(
-    ticks: Sequence[MarketTicks], scenarios: Sequence[str], windows: int, seed: int
+    ticks: Sequence[MarketTicks], scenarios: Sequence[str], windows: int, seed: int,
+    cant_be_late: CantBeLateSpec = CantBeLateSpec(),
 ) -> list[Case]:
     """The cases of each named scenario, in order."""
     unknown = [s for s in scenarios if s not in SCENARIOS]
@@ -179,7 +222,8 @@ def build_cases(
     cases: list[Case] = []
     for scenario in scenarios:
         if scenario == "cant-be-late":
-            cases += cant_be_late_cases(ticks, windows, seed)
+            cases += cant_be_late_cases(ticks, windows, seed, cant_be_late)
         else:
-            cases.append(fine_tune_case(ticks, windows, seed))
+            spec = SCARCE if scenario == "scarce" else FineTuneSpec()
+            cases.append(fine_tune_case(ticks, windows, seed, spec))
     return cases

@@ -18,7 +18,7 @@ class WorkloadSpec:
     Work units are reference instance-hours: ``H(n) = alpha * n + beta`` with ``alpha = 1`` and
     a small negative ``beta`` for the parallel inefficiency. The soft deadline leaves
     ``slack`` times the run time at ``n_max`` (drawn in ``slack_range``); the hard deadline adds
-    ``hard_extra`` of that window. The value is ``value_factor`` times the on-demand bill at
+    ``hard_extra`` of that window. ``N_min`` is ``n_min_share`` of ``N_max`` (at least 1). The value is ``value_factor`` times the on-demand bill at
     ``n_max``, halves by the hard deadline, and a miss costs ``miss_penalty_factor`` times it.
     """
 
@@ -31,6 +31,7 @@ class WorkloadSpec:
     value_factor: float = 1.5
     miss_penalty_factor: float = 1.0
     restart_overhead_seconds: float = 360.0
+    n_min_share: float = 0.5
 
     def __post_init__(self) -> None:
         lo, hi = self.workload_range
@@ -41,6 +42,8 @@ class WorkloadSpec:
             raise ValueError(f"slack_range={self.slack_range}: expected 1 <= low <= high")
         if not self.n_max_choices or min(self.n_max_choices) < 1:
             raise ValueError(f"n_max_choices={self.n_max_choices}: expected counts >= 1")
+        if not 0 < self.n_min_share <= 1:
+            raise ValueError(f"n_min_share={self.n_min_share}: expected a share in (0, 1]")
 
 
 def generate_jobs(data: MarketData, n_jobs: int, spec: WorkloadSpec = WorkloadSpec()) -> list[Job]:
@@ -54,7 +57,7 @@ def generate_jobs(data: MarketData, n_jobs: int, spec: WorkloadSpec = WorkloadSp
     jobs: list[Job] = []
     for k in range(n_jobs):
         n_max = int(rng.choice(spec.n_max_choices))
-        n_min = max(1, n_max // 2)
+        n_min = max(1, math.floor(n_max * spec.n_min_share))
         beta = spec.beta_per_instance * (n_max - 1)
         workload = float(rng.uniform(*spec.workload_range))
         run_h = workload / (n_max + beta) + spec.restart_overhead_seconds / 3600.0

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 from solver.job import Job
 from solver.market import MarketData, MarketTicks, build_market_data
-from solver.policies import POLICIES
+from solver.policies import POLICIES, check_spec
+from solver.scenarios import CantBeLateSpec
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
 
@@ -27,7 +28,7 @@ app = typer.Typer(
 console = Console(width=None if sys.stdout.isatty() else 120)
 
 DEFAULT_POLICIES = ("on-demand", "spot-only", "greedy", "uniform-progress", "prediction-free",
-                    "chc", "policy-selection")
+                    "chc", "risk-aware", "policy-selection")
 
 
 OnDemandPrice = Annotated[list[str] | None, typer.Option(
@@ -102,8 +103,8 @@ def replay(
         exists=True, dir_okay=False)] = None,
     n_jobs: Annotated[int, typer.Option(min=0, help="Jobs to generate.")] = 20,
     policy: Annotated[list[str] | None, typer.Option(
-        help=f"Policy to run; repeat for more. One of: {', '.join(POLICIES)}. "
-        f"Default: {', '.join(DEFAULT_POLICIES)}.")] = None,
+        help=f"Policy NAME[:key=value,...] to run; repeat for more. Names: "
+        f"{', '.join(POLICIES)}. Default: {', '.join(DEFAULT_POLICIES)}.")] = None,
     seed: Annotated[int, typer.Option(help="Seed for the synthetic market and workload.")] = 0,
     slot_seconds: Annotated[float, typer.Option(min=1, help="Slot length Δ in seconds.")] = 3600,
     markets: Annotated[int, typer.Option(min=1, max=8, help="Synthetic markets.")] = 4,
@@ -133,10 +134,11 @@ def replay(
 
     trace = trace or []
     policy = policy or list(DEFAULT_POLICIES)
-    unknown = [p for p in policy if p not in POLICIES]
-    if unknown:
-        raise typer.BadParameter(
-            f"{unknown}: expected policies among {', '.join(POLICIES)}", param_hint="--policy")
+    try:
+        for spec in policy:
+            check_spec(spec)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--policy") from exc
     try:
         ticks, source = _market_ticks(trace, seed, markets, days, on_demand_price, prices)
         data = build_market_data(ticks, slot_seconds)
@@ -578,27 +580,41 @@ def evaluate(
         help="Trace file (any supported format); repeat for more. Default: a synthetic market "
         "of 6 zones over 46 days of 195 s ticks.", exists=True, dir_okay=False)] = None,
     scenario: Annotated[list[str] | None, typer.Option(
-        help="Scenario: cant-be-late or fine-tune; repeat for both (the default).")] = None,
+        help="Scenario: cant-be-late, fine-tune or scarce; repeatable. Default: cant-be-late "
+        "and fine-tune.")] = None,
     policy: Annotated[list[str] | None, typer.Option(
-        help="Policy to evaluate; repeat for more. Default: every registered one but the "
-        "scenario's slow ones (docs/evaluation.md).")] = None,
+        help="Policy NAME[:key=value,...] to evaluate; repeat for more. Default: every "
+        "registered one but the scenario's slow ones (docs/evaluation.md).")] = None,
     windows: Annotated[int, typer.Option(min=1, help="Seeded windows per scenario.")] = 30,
-    seed: Annotated[int, typer.Option(help="Seed of the windows, workloads and learners.")] = 0,
+    seed: Annotated[int, typer.Option(
+        min=0, help="Seed of the windows, workloads and learners.")] = 0,
+    forecast: Annotated[str, typer.Option(
+        help="What planners plan on unless their spec says: distribution (the learned "
+        "distributions), point (the learned forecasts read as certain) or oracle (the "
+        "realised market).")] = "distribution",
+    work_hours: Annotated[float | None, typer.Option(
+        help="cant-be-late: hours of work of each job (with --deadline-hours; default: the "
+        "48 h/52 h, 48 h/60 h and 12 h/16 h tasks).")] = None,
+    deadline_hours: Annotated[list[float] | None, typer.Option(
+        help="cant-be-late: deadline in hours after the window starts; repeatable "
+        "(default 52 and 60 with --work-hours).")] = None,
+    overhead_hours: Annotated[list[float] | None, typer.Option(
+        help="cant-be-late: restart overhead in hours; repeatable. Default: 0.02 and 0.2.")
+    ] = None,
+    value_of_forecasts: Annotated[bool, typer.Option(
+        "--value-of-forecasts", help="Also run the planners on perfect, point and distribution "
+        "forecasts (a table per case, and a plot with --plots).")] = False,
     plots: Annotated[Path | None, typer.Option(
-        help="Directory for PNG plots (adds the CHC sensitivity study).", file_okay=False)] = None,
+        help="Directory for PNG plots (adds the CHC sensitivity study on fine-tune).",
+        file_okay=False)] = None,
     json_file: Annotated[Path | None, typer.Option(
         "--json", help="File for the JSON summary.", dir_okay=False)] = None,
-    chc_forecast: Annotated[str, typer.Option(
-        help="What chc plans on: learned (the online forecasters) or oracle (the realised "
-        "market: perfect forecasts).")] = "learned",
-    chc_window_hours: Annotated[float, typer.Option(
-        help="chc's window, hours (> 0).")] = 24.0,
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
 ) -> None:
-    """Evaluate policies over seeded windows of a trace (Can't Be Late and fine-tuning)."""
+    """Evaluate policies over seeded windows of a trace (Can't Be Late, fine-tuning, scarce
+    capacity)."""
     from solver.evaluate import EvaluationSettings
-    from solver.scenarios import SCENARIOS
     from streams.evaluate_report import run_evaluation
 
     try:
@@ -608,13 +624,26 @@ def evaluate(
         else:
             spec = SyntheticMarketSpec(seed=seed, n_markets=6, days=46, tick_seconds=195)
             ticks, source = synthetic_ticks(spec), f"synthetic market (seed {seed})"
-        settings = EvaluationSettings(chc_window_hours=chc_window_hours,
-                                      chc_forecast=chc_forecast)  # type: ignore[arg-type]
-        run_evaluation(ticks, source, scenario or list(SCENARIOS), policy, windows, seed,
-                       console, plots, json_file, settings)
+        settings = EvaluationSettings(forecast=forecast)  # type: ignore[arg-type]
+        tasks = _cant_be_late_spec(work_hours, deadline_hours, overhead_hours)
+        run_evaluation(ticks, source, scenario or ["cant-be-late", "fine-tune"], policy,
+                       windows, seed, console, plots, json_file, settings, tasks,
+                       value_of_forecasts)
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
+
+
+def _cant_be_late_spec(work: float | None, deadlines: list[float] | None,
+                       overheads: list[float] | None) -> CantBeLateSpec:
+    """The Can't Be Late tasks and overheads the flags ask for (the defaults where silent)."""
+    default = CantBeLateSpec()
+    tasks = default.tasks
+    if work is not None or deadlines:
+        hours = 48.0 if work is None else work
+        tasks = tuple((hours, d) for d in (deadlines or (52.0, 60.0)))
+    return CantBeLateSpec(tasks=tasks,
+                          overheads_hours=tuple(overheads or default.overheads_hours))
 
 
 def main() -> None:

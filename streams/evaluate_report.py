@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,87 +13,143 @@ from rich.table import Table
 
 from solver.evaluate import (
     DEFAULT_SETTINGS,
+    PLANNERS,
     CaseResult,
     EvaluationSettings,
+    PolicyStats,
     SensitivityPoint,
     check_policies,
     default_policies,
     evaluate_case,
+    regret_bound,
     sensitivity,
+    value_of_forecasts,
 )
 from solver.market import MarketTicks
-from solver.policies import POLICIES
-from solver.scenarios import Case, build_cases
+from solver.policies import PolicySpec
+from solver.scenarios import Case, CantBeLateSpec, build_cases
+from streams.plotting import bar_panel
+
+ForecastValues = dict[str, dict[str, PolicyStats]]
+"""``{planner: {forecast kind: stats}}`` of one case."""
+
+KIND_LABELS = {"oracle": "perfect", "point": "learned point", "distribution": "learned dist."}
 
 
 def run_evaluation(
     ticks: Sequence[MarketTicks],
     source: str,
     scenarios: Sequence[str],
-    policies: Sequence[str] | None,
+    policies: Sequence[str | PolicySpec] | None,
     windows: int,
     seed: int,
     console: Console,
     plots: Path | None = None,
     json_path: Path | None = None,
     settings: EvaluationSettings = DEFAULT_SETTINGS,
+    cant_be_late: CantBeLateSpec = CantBeLateSpec(),
+    forecast_values: bool = False,
 ) -> list[CaseResult]:
     """Evaluate every case of ``scenarios`` on ``ticks``, print the tables and write the
-    requested files; the CHC sensitivity study runs (on ``fine-tune``) when plots are asked."""
-    if policies is not None:
-        check_policies(policies)
-    cases = build_cases(ticks, scenarios, windows, seed)
-    study = next((c for c in cases if c.scenario == "fine-tune"), None)
-    if plots is None or "chc" not in POLICIES:
-        study = None
-    total = sum(len(c.episodes) * len(policies or default_policies(c.scenario)) for c in cases)
+    requested files; the CHC sensitivity study runs (on ``fine-tune``) when plots are asked,
+    the value-of-forecasts study when ``forecast_values``."""
+    specs = check_policies(policies) if policies is not None else None
+    for path in (plots, json_path):
+        _check_writable(path)
+    cases = build_cases(ticks, scenarios, windows, seed, cant_be_late)
+    study = next((c for c in cases if c.scenario == "fine-tune"), None) if plots else None
+    total = sum(len(c.episodes) * len(specs or default_policies(c.scenario)) for c in cases)
     if study is not None:
-        total += len(study.episodes) * (2 * len(settings.sensitivity_errors))
+        total += len(study.episodes) * (1 + 2 * len(settings.sensitivity_errors))
+    if forecast_values:
+        total += sum(len(c.episodes) * 3 * len(PLANNERS) for c in cases)
     results: list[CaseResult] = []
+    values: list[ForecastValues] = []
     points: list[SensitivityPoint] = []
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("evaluating", total=total)
         for case in cases:
             bar.update(task, description=case.name)
-            results.append(evaluate_case(case, policies, seed, settings,
+            results.append(evaluate_case(case, specs, seed, settings,
                                          lambda n: bar.advance(task, n)))
+            if forecast_values:
+                bar.update(task, description=f"{case.name}: value of forecasts")
+                values.append(value_of_forecasts(case, settings,
+                                                 lambda n: bar.advance(task, n)))
         if study is not None:
             bar.update(task, description="chc sensitivity")
             points = sensitivity(study, seed, settings, lambda n: bar.advance(task, n))
-    for case, result in zip(cases, results, strict=True):
+    for k, (case, result) in enumerate(zip(cases, results, strict=True)):
         console.print(case_table(result, _title(case, source)))
+        if values:
+            console.print(forecast_table(values[k], case.name))
     if points:
         console.print(sensitivity_table(points))
     if json_path is not None:
-        write_json(json_path, results)
+        write_json(json_path, results, values)
         console.print(f"wrote {json_path}")
     if plots is not None:
-        for path in write_plots(plots, results, points):
+        for path in write_plots(plots, results, points, values):
             console.print(f"wrote {path}")
     return results
 
 
+def _check_writable(path: Path | None) -> None:
+    """Fail before the work when an output cannot be written."""
+    if path is None:
+        return
+    folder = path if path.suffix == "" else path.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"{path}: expected a writable location ({exc.strerror})") from None
+
+
 def _title(case: Case, source: str) -> str:
-    return (f"{case.name}: {case.n_jobs} jobs in {len(case.episodes)} windows of "
-            f"{source}")
+    return f"{case.name}: {case.n_jobs} jobs in {len(case.episodes)} windows of {source}"
 
 
 def case_table(result: CaseResult, title: str) -> Table:
-    """Mean cost and utility and deadline misses per policy; the regret line under it."""
-    caption = None
-    if result.regret is not None and result.regret.rounds:
-        rounds = result.regret.rounds
-        marks = sorted({max(1, rounds * k // 4) for k in (1, 2, 4)})
-        bound = math.sqrt(rounds * math.log(len(result.pool)) / 2)
-        caption = ("policy-selection regret after " + ", ".join(
-            f"{t}: {result.regret.regret[t - 1]:.2f}" for t in marks) + " rounds"
-            f" (Hedge bound at {rounds}: {bound:.2f})")
-    table = Table(title=title, caption=caption)
-    for column in ("policy", "runs", "mean cost USD", "mean utility", "hard miss", "soft miss"):
+    """Mean cost (and its ratio to the optimum's), utility, restarts and deadline misses per
+    policy; under it, policy selection's members and regret."""
+    optimum = result.policies.get("optimum")
+    table = Table(title=title, caption=_selection_caption(result))
+    columns = ["policy", "runs", "mean cost USD", "vs optimum", "mean utility", "restarts",
+               "hard miss", "soft miss"]
+    for column in columns:
         table.add_column(column, justify="left" if column == "policy" else "right")
     for name, s in result.policies.items():
-        table.add_row(name, str(s.runs), f"{s.mean_cost_usd:,.2f}", f"{s.mean_utility:,.2f}",
+        ratio = f"{s.mean_cost_usd / optimum.mean_cost_usd:.3f}" if optimum and \
+            optimum.mean_cost_usd > 0 else "—"
+        table.add_row(name, str(s.runs), f"{s.mean_cost_usd:,.2f}", ratio,
+                      f"{s.mean_utility:,.2f}", f"{s.mean_restarts:.1f}",
                       str(s.hard_deadline_misses), str(s.soft_deadline_misses))
+    return table
+
+
+def _selection_caption(result: CaseResult) -> str | None:
+    if result.regret is None or not result.regret.rounds:
+        return None
+    rounds = result.regret.rounds
+    marks = sorted({max(1, rounds * k // 4) for k in (1, 2, 4)})
+    best = int(np.argmin(result.member_costs))
+    members = ", ".join(f"{m} {c:,.2f}" for m, c in zip(result.pool, result.member_costs,
+                                                         strict=True))
+    return (f"policy-selection members' mean cost USD (shadows): {members}; best "
+            f"{result.pool[best]}. Regret after " + ", ".join(
+                f"{t}: {result.regret.regret[t - 1]:.2f}" for t in marks) + " rounds"
+            f" (Hedge bound at {rounds}: {regret_bound(rounds, len(result.pool)):.2f})")
+
+
+def forecast_table(values: ForecastValues, case: str) -> Table:
+    """Mean cost (and hard misses) of each planner on each forecast kind."""
+    table = Table(title=f"{case}: value of forecasts (mean cost USD, hard misses)")
+    table.add_column("planner")
+    for kind in KIND_LABELS.values():
+        table.add_column(kind, justify="right")
+    for planner, by_kind in values.items():
+        table.add_row(planner, *(f"{s.mean_cost_usd:,.2f} ({s.hard_deadline_misses})"
+                                 for s in by_kind.values()))
     return table
 
 
@@ -110,24 +165,37 @@ def sensitivity_table(points: Sequence[SensitivityPoint]) -> Table:
     return table
 
 
-def summary(results: Sequence[CaseResult]) -> dict[str, object]:
-    """``{"scenarios": [{"name": ..., "policies": {policy: stats}}]}``."""
-    return {"scenarios": [
-        {"name": r.name, "policies": {p: s.as_dict() for p, s in r.policies.items()}}
-        for r in results
-    ]}
+def summary(results: Sequence[CaseResult],
+            values: Sequence[ForecastValues] = ()) -> dict[str, object]:
+    """``{"scenarios": [{"name": ..., "policies": {policy: stats}, ...}]}``."""
+    out = []
+    for k, r in enumerate(results):
+        entry: dict[str, object] = {
+            "name": r.name, "policies": {p: s.as_dict() for p, s in r.policies.items()}}
+        if r.pool:
+            entry["selection_members"] = {
+                m: {"mean_cost_usd": c, "hard_deadline_misses": n}
+                for m, c, n in zip(r.pool, r.member_costs, r.member_misses, strict=True)}
+        if values:
+            entry["value_of_forecasts"] = {
+                planner: {kind: s.as_dict() for kind, s in by_kind.items()}
+                for planner, by_kind in values[k].items()}
+        out.append(entry)
+    return {"scenarios": out}
 
 
-def write_json(path: Path, results: Sequence[CaseResult]) -> None:
+def write_json(path: Path, results: Sequence[CaseResult],
+               values: Sequence[ForecastValues] = ()) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary(results), indent=2) + "\n")
+    path.write_text(json.dumps(summary(results, values), indent=2) + "\n")
 
 
 def write_plots(
-    directory: Path, results: Sequence[CaseResult], points: Sequence[SensitivityPoint]
+    directory: Path, results: Sequence[CaseResult], points: Sequence[SensitivityPoint],
+    values: Sequence[ForecastValues] = (),
 ) -> list[Path]:
-    """``utility_cost.png`` always; ``sensitivity.png`` and ``regret.png`` when there is
-    something to draw."""
+    """``utility_cost.png`` always; ``value_of_forecasts.png``, ``sensitivity.png`` and
+    ``regret.png`` when there is something to draw."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -135,52 +203,90 @@ def write_plots(
 
     directory.mkdir(parents=True, exist_ok=True)
     written = [directory / "utility_cost.png"]
-    fig, axes = plt.subplots(len(results), 2, figsize=(12, 2.8 * len(results)), squeeze=False)
+    fig, axes = plt.subplots(len(results), 2, figsize=(13, 0.45 * sum(
+        len(r.policies) + 2 for r in results) + 1.0), squeeze=False)
     for (utility_ax, cost_ax), r in zip(axes, results, strict=True):
         names = list(r.policies)
-        utility_ax.barh(names, [r.policies[n].mean_utility for n in names], color="tab:green")
-        cost_ax.barh(names, [r.policies[n].mean_cost_usd for n in names], color="tab:red")
-        utility_ax.set_title(f"{r.name}: mean utility", fontsize="medium")
-        cost_ax.set_title(f"{r.name}: mean cost USD", fontsize="medium")
-        for ax in (utility_ax, cost_ax):
-            ax.invert_yaxis()
-            ax.tick_params(labelsize="small")
+        bar_panel(utility_ax, names, [r.policies[n].mean_utility for n in names],
+                  f"{r.name}: mean utility per job", "tab:green")
+        bar_panel(cost_ax, names, [r.policies[n].mean_cost_usd for n in names],
+                  f"{r.name}: mean cost per job, USD", "tab:red")
     fig.tight_layout()
     fig.savefig(written[0], dpi=110)
     plt.close(fig)
-
+    if values:
+        written.append(_plot_forecast_values(plt, directory, results, values))
     if points:
-        path = directory / "sensitivity.png"
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        errors = [p.error for p in points]
-        for name in points[0].mean_utility:
-            label = name + (" (with fallback)" if name == "policy-selection" else "")
-            ax.plot(errors, [p.mean_utility[name] for p in points], marker="o", label=label)
-        ax.set_xlabel("forecast error level (log-price s.d.; availability flips at half)")
-        ax.set_ylabel("mean utility per job")
-        ax.set_title("fine-tune: CHC sensitivity to forecast error")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
-
+        written.append(_plot_sensitivity(plt, directory, points))
     traced = [r for r in results if r.regret is not None and r.regret.rounds]
     if traced:
-        path = directory / "regret.png"
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        longest = max(r.regret.rounds for r in traced)
-        for r in traced:
-            ax.plot(np.arange(1, r.regret.rounds + 1), r.regret.regret, label=r.name)
-        k = max(len(r.pool) for r in traced)
-        t = np.arange(1, longest + 1)
-        ax.plot(t, np.sqrt(t * math.log(k) / 2), "k--", label=f"√(T ln K / 2), K = {k}")
-        ax.set_xlabel("rounds (jobs settled)")
-        ax.set_ylabel("regret (loss units)")
-        ax.set_title("policy-selection regret against the best fixed member")
-        ax.legend(fontsize="small")
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(_plot_regret(plt, directory, traced))
     return written
+
+
+def _plot_forecast_values(plt, directory: Path, results: Sequence[CaseResult],
+                          values: Sequence[ForecastValues]) -> Path:
+    path = directory / "value_of_forecasts.png"
+    fig, axes = plt.subplots(1, len(values), figsize=(4.2 * len(values), 3.8), squeeze=False)
+    for ax, r, by_planner in zip(axes[0], results, values, strict=True):
+        optimum = r.policies.get("optimum")
+        kinds = list(KIND_LABELS)
+        width = 0.8 / len(by_planner)
+        for i, (planner, by_kind) in enumerate(by_planner.items()):
+            costs = [by_kind[k].mean_cost_usd for k in kinds]
+            x = np.arange(len(kinds)) + (i - (len(by_planner) - 1) / 2) * width
+            bars = ax.bar(x, costs, width, label=planner)
+            ax.bar_label(bars, fmt="%.1f", fontsize="x-small")
+        if optimum is not None:
+            ax.axhline(optimum.mean_cost_usd, color="k", linestyle="--", linewidth=1,
+                       label=f"optimum {optimum.mean_cost_usd:.1f}")
+        ax.set_xticks(np.arange(len(kinds)), [KIND_LABELS[k] for k in kinds])
+        ax.set_ylabel("mean cost per job, USD")
+        ax.set_title(r.name, fontsize="medium")
+        low = min(s.mean_cost_usd for b in by_planner.values() for s in b.values())
+        ax.set_ylim(0.85 * min(low, optimum.mean_cost_usd if optimum else low), None)
+        ax.legend(fontsize="x-small")
+    fig.suptitle("value of forecasts: the same planners on perfect, learned point and learned "
+                 "distribution forecasts")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _plot_sensitivity(plt, directory: Path, points: Sequence[SensitivityPoint]) -> Path:
+    path = directory / "sensitivity.png"
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    errors = [p.error for p in points]
+    for name in points[0].mean_utility:
+        label = name + (" (with fallback)" if name == "policy-selection" else "")
+        ax.plot(errors, [p.mean_utility[name] for p in points], marker="o", label=label)
+    ax.set_xlabel("forecast error level (log-price s.d.; availability flips at half)")
+    ax.set_ylabel("mean utility per job, USD")
+    ax.set_title("fine-tune: CHC sensitivity to forecast error")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _plot_regret(plt, directory: Path, traced: Sequence[CaseResult]) -> Path:
+    path = directory / "regret.png"
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    curves = [(r.name, r.regret.regret) for r in traced if r.regret is not None]
+    longest = max(len(c) for _, c in curves)
+    for name, curve in curves:
+        ax.plot(np.arange(1, len(curve) + 1), curve, label=name)
+    k = max(len(r.pool) for r in traced)
+    t = np.arange(1, longest + 1)
+    ax.plot(t, [regret_bound(int(n), k) for n in t], "k--",
+            label=f"Hedge bound √(2T ln K) + √(ln K / 8), K = {k}")
+    ax.set_xlabel("rounds (jobs settled)")
+    ax.set_ylabel("regret (loss units)")
+    ax.set_title("policy-selection regret against the best fixed member")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

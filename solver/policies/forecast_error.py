@@ -45,7 +45,7 @@ class ForecastErrorMonitor:
                 tracker.observe(float(obs.price_history[m, t]),
                                 float(obs.availability_history[m, t]))
         self._observed = obs.slot
-        price, availability = self.source.forecast(obs, self.horizon)
+        price, availability = self.source.window(obs, self.horizon)
         for m, tracker in enumerate(self._trackers):
             tracker.record(np.asarray(price[m], dtype=float),
                            (np.asarray(availability[m]) > 0).astype(float))

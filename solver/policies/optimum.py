@@ -8,6 +8,7 @@ simulator, so they obey the simulator's rules exactly.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from solver.job import Allocation, Job
 from solver.market import MarketData
@@ -25,6 +26,7 @@ class Optimum:
     """
 
     name = "optimum"
+    CONTEXT: ClassVar[tuple[str, ...]] = ("data", "jobs", "method", "backend", "limits")
 
     def __init__(
         self,

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import ClassVar
 
 import numpy as np
 
@@ -44,6 +45,7 @@ class PredictionFree:
     ``tolerance`` in restart overheads (module doc)."""
 
     name = "prediction-free"
+    PARAMETERS: ClassVar[dict[str, type]] = {"theta": float, "sigma": float, "tolerance": float}
 
     def __init__(self, theta: float = 1.0, sigma: float = 1.0, tolerance: float = 3.0) -> None:
         for field, value, expected in (

@@ -1,104 +1,68 @@
 """Online policy selection (DESIGN §2, algorithm 4): one pool member per job, learned online.
 
 Rounds are jobs. When a job first appears, the learner draws a member from the pool with a
-seeded RNG and that member decides for the job until it ends. Each member sees the observation
-filtered to its own jobs; since members cannot see each other's jobs, a spot request that jobs
-earlier in spot-priority order already hold moves to the cheapest allowed market with room
-left (else it is cut to what is left). The learner gets its feedback
-once the job's hard deadline has passed: only then is the market history every member would
-have run on realised. Each member is then replayed on that job alone through
-:func:`~solver.simulator.simulate` (jobs settled together whose allowed markets are disjoint
-share one replay: they cannot compete for capacity), on market data built from the observed
-history (closed slots only, so never the future; each slot's realised values stand in for its
-boundary values). Member ``k``'s utility
-``u_k`` becomes the loss
+seeded RNG, and that member decides for the job until it ends. Members cannot see each other's
+jobs, so a spot request that jobs earlier in spot-priority order already hold moves to the
+cheapest allowed market with room left (else it is cut to what is left).
+
+**Counterfactuals, incrementally.** Beside live play, every member runs a *shadow*: an
+:class:`~solver.engine.Engine` with every job the policy has seen, all under that member,
+advanced in lockstep with the live slots (decided at each boundary with the boundary's values
+and the shared outlooks, settled with each closed slot). Once every shadow is done with a job
+(finished, or past its hard deadline), member ``k``'s utility ``u_k`` for it is read off its
+shadow and becomes the loss
 
     ``clip((max_i u_i - u_k) / (loss_scale * C), 0, 1)``
 
 with ``C`` the job's on-demand bill (``n_max`` instances in the cheapest allowed market for the
-whole workload plus one restart overhead): the round's best member loses 0, and a member
-``loss_scale × C`` worse (a missed deadline with its penalty, say) loses 1. Subtracting the
-round's best utility shifts every member's loss by the same amount, which leaves regret
-unchanged; the scale is fixed per job, so a loss is a share of that job's on-demand bill.
+whole workload plus one restart overhead): the round's best member loses 0, one
+``loss_scale × C`` worse loses 1. Shadows see only what the live policy saw: job submissions
+and the market, not progress reports or cancellations.
 
-**Fallback.** ``forecast_error(obs)`` is read at every boundary the policy is called at (so a
-monitor such as :class:`~solver.policies.forecast_error.ForecastErrorMonitor` sees each slot);
-while it exceeds ``error_threshold``, new jobs go to the ``fallback`` member (prediction-free)
-whatever the weights. Hedge still learns from every replay; EXP3 learns only from the rounds it
-played itself.
+The learner is full-information :class:`~solver.experts.Hedge` (every member's loss is known)
+with an anytime rate scaled by ``rate``, or :class:`~solver.experts.Exp3` on the played
+member's loss only.
 
-Learning state (learner, RNG, regret trace) lives in a :class:`Selector`, which outlives one
-simulation so a sequence of episodes keeps learning; a policy instance serves one simulation.
+**Fallback.** ``forecast_error(obs)`` (default: the larger of the outlooks' mean running price
+error, as a share, and mean availability Brier score) is read at every boundary; while it
+exceeds ``error_threshold``, new jobs go to the ``fallback`` member whatever the weights.
+
+Learning state (learner, RNG, regret trace) lives in a :class:`Selector`, which may outlive one
+policy instance (e.g. across the windows of an evaluation case).
 """
 
 from __future__ import annotations
 
-import inspect
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 import numpy as np
 
-from solver.experts import LEARNERS, Exp3, Hedge, RegretTrace, Round
+from solver.engine import Engine
+from solver.experts import Exp3, Hedge, RegretTrace, Round
 from solver.job import Allocation, Job
-from solver.market import Market, MarketData
-from solver.policies.forecast_sources import ForecastSource, LearnedForecast
+from solver.market import Market
+from solver.policies.spec import PolicySpec
 from solver.policy import Decision, JobView, Observation, Policy
-from solver.simulator import simulate
 
+LEARNERS = {Hedge.name: Hedge, Exp3.name: Exp3}
 
-@dataclass(frozen=True)
-class Member:
-    """A pool member: a registered policy name and its parameters."""
+DEFAULT_POOL = (
+    PolicySpec("risk-aware"),
+    PolicySpec("prediction-free"),
+    PolicySpec.of("prediction-free", sigma=0.75),
+    PolicySpec.of("prediction-free", sigma=0.5),
+    PolicySpec("uniform-progress"),
+)
+"""The risk-aware planner and prediction-free rules over safety shares ``σ``."""
 
-    policy: str
-    params: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def label(self) -> str:
-        args = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
-        return f"{self.policy}({args})"
-
-
-MemberFactory = Callable[[Member], Policy]
-"""Builds a fresh policy for a member (live play and every counterfactual replay)."""
-
-FALLBACK = Member("prediction-free", {"theta": 1.0, "sigma": 1.0})
+FALLBACK = PolicySpec("prediction-free")
 """The member new jobs go to while forecasts are poor."""
 
-
-def registry_members(forecast: Callable[[], ForecastSource] = LearnedForecast) -> MemberFactory:
-    """Members built by the policy registry; one whose policy takes a ``forecast`` source and
-    has none among its parameters gets a fresh one from ``forecast`` (default: the online
-    learned forecasters, so play stays causal)."""
-    from solver.policies import POLICIES, make_policy
-
-    def build(member: Member) -> Policy:
-        params = dict(member.params)
-        factory = POLICIES.get(member.policy)
-        if factory is not None and "forecast" in inspect.signature(factory).parameters:
-            params.setdefault("forecast", forecast())
-        return make_policy(member.policy, **params)
-
-    return build
-
-
-PREDICTION_FREE_GRID = tuple(Member("prediction-free", {"theta": theta, "sigma": sigma})
-                             for theta in (1.0, 0.35) for sigma in (0.5, 0.75, 1.0))
-"""Prediction-free over price thresholds ``θ`` and safety shares ``σ``."""
-
-CHC_GRID = tuple(Member("chc", {"window": w, "commitment": v})
-                 for w, v in ((6, 1), (12, 1), (6, 2)))
-"""Committed Horizon Control over windows ``w`` and commitments ``v`` (slots)."""
-
-
-def default_pool() -> tuple[Member, ...]:
-    """Both grids; CHC only when it is registered."""
-    from solver.policies import POLICIES
-
-    return PREDICTION_FREE_GRID + (CHC_GRID if "chc" in POLICIES else ())
+Build = Callable[..., Policy]
+"""Builds a policy from a spec and context (the registry's ``make_policy``)."""
 
 
 def on_demand_bill(job: Job, markets: Sequence[Market]) -> float:
@@ -114,60 +78,76 @@ def round_losses(utilities: np.ndarray, bill: float, loss_scale: float) -> np.nd
     return np.clip((utilities.max() - utilities) / (loss_scale * bill), 0.0, 1.0)
 
 
+def outlook_error(obs: Observation) -> float:
+    """The outlooks' running forecast error: the larger of the mean price error (a share)
+    and the mean availability Brier score over markets (0 while nothing was scored)."""
+    outlooks = [obs.outlooks[m] for m in range(len(obs.markets))]
+    price = [o.price_error / 100.0 for o in outlooks if not math.isnan(o.price_error)]
+    brier = [o.availability_error for o in outlooks if not math.isnan(o.availability_error)]
+    return max(float(np.mean(price)) if price else 0.0, float(np.mean(brier)) if brier else 0.0)
+
+
 @dataclass(frozen=True, slots=True)
 class Settlement:
     """One settled round: the job, the member it ran under (``fallback``: sent there by the
-    fallback rule) and every member's loss."""
+    fallback rule), and every member's loss, bill and whether it met the hard deadline."""
 
     job_id: str
     played: int
     fallback: bool
     losses: np.ndarray
+    costs: np.ndarray
+    met: np.ndarray
 
 
 class Selector:
-    """The learning state of policy selection over ``pool``: learner (``"hedge"`` or
-    ``"exp3"``; ``horizon`` rounds if known, else the doubling trick), seeded RNG, the loss
-    scale (module doc) and the regret trace."""
+    """The learning state of policy selection over ``pool``: the learner (``"hedge"`` or
+    ``"exp3"``, its anytime rate scaled by ``rate``), the seeded RNG, the loss scale (module
+    doc) and the regret trace."""
 
     def __init__(
         self,
-        pool: Sequence[Member] | None = None,
+        pool: Sequence[PolicySpec] = DEFAULT_POOL,
         learner: str = "hedge",
-        horizon: int | None = None,
+        rate: float = 4.0,
         seed: int = 0,
-        loss_scale: float = 0.25,
+        loss_scale: float = 0.1,
     ) -> None:
         if not (math.isfinite(loss_scale) and loss_scale > 0):
             raise ValueError(f"loss_scale={loss_scale!r}: expected a positive share of the "
                              "on-demand bill")
         self.loss_scale = loss_scale
-        self.pool = tuple(default_pool() if pool is None else pool)
+        self.pool = tuple(pool)
         if not self.pool:
             raise ValueError("pool: expected at least one member")
-        labels = [m.label for m in self.pool]
+        labels = [str(m) for m in self.pool]
         if len(set(labels)) != len(labels):
             raise ValueError(f"pool: duplicate members in {labels}")
         if learner not in LEARNERS:
             raise ValueError(f"learner={learner!r}: expected one of {', '.join(LEARNERS)}")
-        self.learner: Hedge | Exp3 = LEARNERS[learner](len(self.pool), horizon)
+        self.learner: Hedge | Exp3 = LEARNERS[learner](len(self.pool), rate)
         self.rng = np.random.default_rng(seed)
         self.trace = RegretTrace(len(self.pool))
         self.settled: list[Settlement] = []
 
-    def index(self, member: Member) -> int:
-        labels = [m.label for m in self.pool]
-        if member.label not in labels:
-            raise ValueError(f"member {member.label}: expected one of the pool {labels}")
-        return labels.index(member.label)
+    def index(self, member: PolicySpec) -> int:
+        labels = [str(m) for m in self.pool]
+        if str(member) not in labels:
+            raise ValueError(f"member {member}: expected one of the pool {labels}")
+        return labels.index(str(member))
 
-    def learn(self, job_id: str, round_: Round, played: int, fallback: bool,
-              losses: np.ndarray) -> None:
+    def learn(self, round_: Round, settlement: Settlement) -> None:
         """Record one settled round and update the learner (EXP3 only on its own draws)."""
-        self.trace.record(round_.probabilities, losses)
-        if played == round_.played or not isinstance(self.learner, Exp3):
-            self.learner.update(round_, losses)
-        self.settled.append(Settlement(job_id, played, fallback, losses))
+        self.trace.record(round_.probabilities, settlement.losses)
+        if settlement.played == round_.played or not isinstance(self.learner, Exp3):
+            self.learner.update(round_, settlement.losses)
+        self.settled.append(settlement)
+
+    def member_costs(self) -> np.ndarray:
+        """Each member's mean bill over the settled rounds (its shadow's jobs)."""
+        if not self.settled:
+            return np.full(len(self.pool), math.nan)
+        return np.mean([s.costs for s in self.settled], axis=0)
 
 
 @dataclass(slots=True)
@@ -179,40 +159,61 @@ class _Assignment:
 
 
 class PolicySelection:
-    """Plays the member drawn for each job and learns from counterfactual replays (module
-    doc). ``member_factory`` builds members (default: the policy registry)."""
+    """Plays the member drawn for each job and learns from the members' shadows (module
+    doc). Members are built by ``build`` (the registry) with ``member_context`` (e.g. the
+    realised data an oracle member needs)."""
 
     name = "policy-selection"
+    PARAMETERS: ClassVar[dict[str, type]] = {
+        "learner": str, "rate": float, "loss_scale": float, "error_threshold": float, "seed": int}
+    CONTEXT: ClassVar[tuple[str, ...]] = (
+        "pool", "fallback", "selector", "build", "member_context", "forecast_error")
 
     def __init__(
         self,
-        selector: Selector | None = None,
-        member_factory: MemberFactory | None = None,
-        forecast_error: Callable[[Observation], float] | None = None,
+        build: Build,
+        learner: str = "hedge",
+        rate: float = 4.0,
+        loss_scale: float = 0.1,
         error_threshold: float = math.inf,
-        fallback: Member = FALLBACK,
+        seed: int = 0,
+        pool: Sequence[PolicySpec] = DEFAULT_POOL,
+        fallback: PolicySpec = FALLBACK,
+        selector: Selector | None = None,
+        member_context: dict[str, Any] | None = None,
+        forecast_error: Callable[[Observation], float] = outlook_error,
     ) -> None:
         if math.isnan(error_threshold):
             raise ValueError(f"error_threshold={error_threshold!r}: expected a number")
-        self.selector = selector if selector is not None else Selector()
-        self.member_factory = member_factory or registry_members()
+        self.selector = selector if selector is not None else Selector(
+            pool, learner, rate, seed, loss_scale)
         self.forecast_error = forecast_error
         self.error_threshold = error_threshold
         self.fallback = self.selector.index(fallback)
+        self._make = build
+        self._member_context = member_context or {}
         self._live: dict[int, Policy] = {}
-        self._assigned: dict[str, _Assignment] = {}
+        self._shadows: list[Engine] = []
+        self._assigned: dict[str, _Assignment] = {}  # live jobs, by the member playing them
+        self._open: dict[str, _Assignment] = {}  # rounds the shadows have not settled
 
     def decide(self, obs: Observation) -> Decision:
-        due = [a for a in self._assigned.values() if a.job.hard_deadline <= obs.time]
-        if due:
-            self._settle(due, _realised(obs))
-        error = self.forecast_error(obs) if self.forecast_error is not None else 0.0
+        if not self._shadows:
+            self._shadows = [Engine(obs.markets, obs.time, obs.slot_seconds, self._member(k))
+                             for k in range(len(self.selector.pool))]
+        error = self.forecast_error(obs) if math.isfinite(self.error_threshold) else 0.0
+        self._assigned = {v.id: self._assigned[v.id] for v in obs.jobs if v.id in self._assigned}
         for view in obs.jobs:
             if view.id not in self._assigned:
                 round_ = self.selector.learner.draw(self.selector.rng)
                 fallback = error > self.error_threshold
                 played = self.fallback if fallback else round_.played
-                self._assigned[view.id] = _Assignment(view.job, round_, played, fallback)
+                self._assigned[view.id] = self._open[view.id] = _Assignment(
+                    view.job, round_, played, fallback)
+                for shadow in self._shadows:
+                    shadow.add_job(view.job)
+        for shadow in self._shadows:
+            shadow.decide(obs.price_now, obs.availability_now, obs.outlooks)
         groups: dict[int, list[JobView]] = {}
         for view in obs.jobs:
             groups.setdefault(self._assigned[view.id].played, []).append(view)
@@ -220,31 +221,32 @@ class PolicySelection:
         for k, views in groups.items():
             policy = self._live.get(k)
             if policy is None:
-                policy = self._live[k] = self.member_factory(self.selector.pool[k])
+                policy = self._live[k] = self._member(k)
             answer = policy.decide(replace(obs, jobs=tuple(views)))
             answers.update((v.id, answer[v.id]) for v in views if v.id in answer)
         return _share_spot(obs, answers)
 
-    def settle(self, realised: MarketData) -> None:
-        """Settle every job whose hard deadline lies within ``realised``: the market data of
-        this simulation as it turned out, handed over once the simulation is over."""
-        end = realised.slot_start(realised.n_slots)
-        self._settle([a for a in self._assigned.values() if a.job.hard_deadline <= end],
-                     realised)
+    def _member(self, k: int) -> Policy:
+        return self._make(self.selector.pool[k], **self._member_context)
 
-    def _settle(self, due: list[_Assignment], realised: MarketData) -> None:
-        due = sorted(due, key=lambda a: (a.job.hard_deadline, a.job.id))
-        utilities: dict[str, list[float]] = {a.job.id: [] for a in due}
-        for member in self.selector.pool:
-            for group in independent_groups([a.job for a in due], realised):
-                result = simulate(realised, group, self.member_factory(member))
-                for job, outcome in zip(group, result.jobs, strict=True):
-                    utilities[job.id].append(outcome.utility)
-        for a in due:
-            bill = on_demand_bill(a.job, realised.markets)
-            losses = round_losses(np.array(utilities[a.job.id]), bill, self.selector.loss_scale)
-            self.selector.learn(a.job.id, a.round_, a.played, a.fallback, losses)
-            del self._assigned[a.job.id]
+    def observe_settled(self, price: np.ndarray, availability: np.ndarray) -> None:
+        """Settle every shadow with the slot just closed, then the rounds they are done with."""
+        for shadow in self._shadows:
+            shadow.settle(price, availability)
+        done = [a for a in self._open.values()
+                if all(s.job_state(a.job.id).finished for s in self._shadows)]
+        for a in sorted(done, key=lambda a: (a.job.hard_deadline, a.job.id)):
+            results = [s.job_state(a.job.id).result() for s in self._shadows]
+            utilities = np.array([r.utility for r in results])
+            bill = on_demand_bill(a.job, self._shadows[0].markets)
+            self.selector.learn(a.round_, Settlement(
+                a.job.id, a.played, a.fallback,
+                round_losses(utilities, bill, self.selector.loss_scale),
+                np.array([r.cost for r in results]),
+                np.array([r.hard_deadline_met for r in results])))
+            del self._open[a.job.id]
+            for shadow in self._shadows:
+                shadow.forget_job(a.job.id)
 
 
 def _share_spot(obs: Observation, answers: dict[str, Allocation]) -> dict[str, Allocation]:
@@ -272,27 +274,3 @@ def _share_spot(obs: Observation, answers: dict[str, Allocation]) -> dict[str, A
         left[choice.market] -= choice.spot
         out[view.id] = choice
     return out
-
-
-def independent_groups(jobs: list[Job], data: MarketData) -> list[list[Job]]:
-    """Jobs split, in order, into groups whose allowed markets are pairwise disjoint: such jobs
-    never compete for capacity, so replaying a group at once equals replaying each alone."""
-    groups: list[tuple[list[Job], set[str]]] = []
-    for job in jobs:
-        markets = set(job.allowed_markets) if job.allowed_markets is not None else set(data.index)
-        for members, used in groups:
-            if not used & markets:
-                members.append(job)
-                used |= markets
-                break
-        else:
-            groups.append(([job], markets))
-    return [members for members, _ in groups]
-
-
-def _realised(obs: Observation) -> MarketData:
-    """The closed slots ``0 .. slot-1`` as market data on the observation's own slot grid."""
-    return MarketData.from_slots(
-        obs.markets, obs.time - obs.slot * obs.slot_seconds, obs.slot_seconds,
-        np.array(obs.price_history), np.array(obs.availability_history),
-    )

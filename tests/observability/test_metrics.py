@@ -29,6 +29,7 @@ from streams.metrics import (
 )
 from streams.pipeline import EpochCoordinator, MarketStage, PartitionScheduler, RejectedEvent
 from streams.replay_events import trace_events
+from tests.solver.helpers import cold_outlooks
 
 H = 3600.0
 
@@ -86,7 +87,7 @@ def test_job_figures_slack_is_the_decisions_slack():
     obs = Observation(slot=3, time=3 * H, slot_seconds=H, markets=(market,),
                       price_history=np.zeros((1, 3)), availability_history=np.zeros((1, 3)),
                       price_now=np.array([1.0]), availability_now=np.array([2]),
-                      jobs=(JobView(job, 7.0, 0.0, None),))
+                      jobs=(JobView(job, 7.0, 0.0, None),), outlooks=cold_outlooks(1))
     allocation = Allocation(0, 1, 1)
     expected = explain(obs, obs.jobs[0], allocation).slack_seconds
     state = JobState(job=job, remaining=7.0)

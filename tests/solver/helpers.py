@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from solver.forecast.models import MarketModels, Outlooks
 from solver.job import Allocation, Job
 from solver.market import Market, MarketData
 from solver.policy import Decision, Observation
@@ -22,6 +23,12 @@ def flat_data(price, availability, on_demand: float = 3.0, slot: float = HOUR) -
     availability = np.atleast_2d(np.asarray(availability, int))
     return MarketData.from_slots(markets(price.shape[0], on_demand), 0.0, slot, price,
                                  availability)
+
+
+def cold_outlooks(n_markets: int, origin: float = 0.0, slot: float = HOUR) -> Outlooks:
+    """The outlooks of forecasters that have seen nothing yet."""
+    empty = np.zeros((n_markets, 0))
+    return MarketModels(n_markets, origin, slot).outlooks(empty, empty, origin)
 
 
 def job(id="j", workload=4.0, release=0.0, soft=10 * HOUR, hard=None, **kw) -> Job:

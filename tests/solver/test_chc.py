@@ -7,7 +7,11 @@ from solver.job import Allocation
 from solver.market import build_market_data
 from solver.policies import make_policy
 from solver.policies.chc import CommittedHorizonControl
-from solver.policies.forecast_sources import LearnedForecast, NoisyOracleForecast, OracleForecast
+from solver.policies.forecast_sources import (
+    DistributionForecast,
+    NoisyOracleForecast,
+    OracleForecast,
+)
 from solver.simulator import simulate
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
@@ -47,7 +51,8 @@ def _within_capacity(result, data):
 def test_oracle_chc_respects_counts_and_availability(scenario, window, commitment):
     data, jobs = scenario
     commitment = min(commitment, window)
-    policy = make_policy("chc", data=data, window=window, commitment=commitment)
+    policy = make_policy("chc", forecast="oracle", data=data, window_hours=window,
+                         commitment=commitment)
     result = simulate(data, jobs, policy)  # a count outside N_min..N_max raises PolicyError
     assert _within_capacity(result, data)
     assert all(r.refusals == 0 and r.preemptions == 0 for r in result.jobs)
@@ -57,7 +62,8 @@ def test_oracle_chc_respects_counts_and_availability(scenario, window, commitmen
 @given(scenarios())
 def test_the_integer_window_program_respects_counts_and_availability(scenario):
     data, jobs = scenario
-    result = simulate(data, jobs, make_policy("chc", data=data, window=3, solver="program"))
+    result = simulate(data, jobs, make_policy("chc", forecast="oracle", data=data, window_hours=3,
+                                             solver="program"))
     assert _within_capacity(result, data)
     assert all(r.refusals == 0 and r.preemptions == 0 for r in result.jobs)
 
@@ -75,7 +81,8 @@ def test_with_perfect_forecasts_chc_costs_within_a_few_percent_of_the_optimum():
     for seed in range(8):
         data, jobs = _generated(seed)
         best = simulate(data, jobs, make_policy("optimum", data=data, jobs=jobs))
-        ours = simulate(data, jobs, make_policy("chc", data=data, window=12))
+        ours = simulate(data, jobs, make_policy("chc", forecast="oracle", data=data,
+                                                window_hours=12))
         assert all(r.hard_deadline_met for r in ours.jobs)
         assert ours.total_cost >= best.total_cost - 1e-9
         optimum += best.total_cost
@@ -88,14 +95,14 @@ def test_same_seed_gives_the_same_plan_and_another_seed_other_forecasts():
 
     def run(seed):
         forecast = NoisyOracleForecast(data, error=0.3, flip=0.2, seed=seed)
-        return simulate(data, jobs, make_policy("chc", forecast=forecast, commitment=3))
+        return simulate(data, jobs, make_policy("chc", source=forecast, commitment=3))
 
     assert run(5).decisions == run(5).decisions
     recorder = _Recorder()
     simulate(data, jobs, recorder)
     first = recorder.first
-    a = NoisyOracleForecast(data, error=0.3, flip=0.2, seed=5).forecast(first, 12)
-    b = NoisyOracleForecast(data, error=0.3, flip=0.2, seed=6).forecast(first, 12)
+    a = NoisyOracleForecast(data, error=0.3, flip=0.2, seed=5).window(first, 12)
+    b = NoisyOracleForecast(data, error=0.3, flip=0.2, seed=6).window(first, 12)
     assert not np.array_equal(a[0], b[0])
 
 
@@ -118,8 +125,8 @@ class _Alternating:
     def __init__(self, data):
         self.oracle = OracleForecast(data)
 
-    def forecast(self, obs, horizon):
-        price, availability = self.oracle.forecast(obs, horizon)
+    def window(self, obs, horizon):
+        price, availability = self.oracle.window(obs, horizon)
         return price, np.full_like(availability, 0 if obs.slot % 2 == 0 else 2)
 
 
@@ -127,8 +134,8 @@ def test_receding_horizon_follows_each_plan_while_averaging_blends_them():
     data = flat_data([[0.5] * 8], [[2] * 8])
     j = job(workload=13.0, soft=8 * HOUR, n_min=1, n_max=2, value=50.0, miss_penalty=50.0)
     forecast = _Alternating(data)
-    rhc = simulate(data, [j], CommittedHorizonControl(forecast, window=2, commitment=1))
-    averaged = simulate(data, [j], CommittedHorizonControl(forecast, window=2, commitment=2))
+    rhc = simulate(data, [j], CommittedHorizonControl(2, commitment=1, source=forecast))
+    averaged = simulate(data, [j], CommittedHorizonControl(2, commitment=2, source=forecast))
     # v = 1 takes each slot's newest plan: on-demand after a no-spot forecast, spot after a
     # full one. v = 2 averages the two controllers: one spot and one on-demand instance.
     assert [a for t, _, a in rhc.decisions[:4]] == [
@@ -138,25 +145,35 @@ def test_receding_horizon_follows_each_plan_while_averaging_blends_them():
     assert rhc.jobs[0].restarts > averaged.jobs[0].restarts
 
 
-def test_learned_forecasts_feed_chc_incrementally():
+@pytest.mark.parametrize("kind", ["distribution", "point"])
+def test_learned_forecasts_feed_chc_from_the_shared_outlooks(kind):
     data, jobs = _generated(2, n_jobs=2, n_max=(1, 2))
-    result = simulate(data, jobs, make_policy("chc", forecast=LearnedForecast(), window=6))
+    result = simulate(data, jobs, make_policy("chc", forecast=kind, window_hours=6))
     assert all(r.hard_deadline_met for r in result.jobs)
 
 
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        ({"window": 0}, "window=0: expected a whole number of slots >= 1"),
-        ({"window": 4, "commitment": 5},
-         r"commitment=5: expected a whole number of slots in 1\.\.4"),
+        ({"window_hours": 0.0}, "window_hours=0.0: expected a positive duration"),
+        ({"commitment": 0}, "commitment=0: expected a whole number of slots >= 1"),
         ({"solver": "exact"}, "solver='exact': expected one of decomposed, program"),
+        ({"forecast": "perfect"}, "forecast='perfect': expected one of distribution, point, "
+                                  "oracle"),
+        ({"forecast": "oracle"}, "forecast='oracle': expected the realised market data"),
     ],
 )
 def test_bad_parameters_are_rejected(params, message):
     data = flat_data([[1.0] * 4], [[1] * 4])
     with pytest.raises(ValueError, match=message):
-        CommittedHorizonControl(OracleForecast(data), **params)
-    assert isinstance(CommittedHorizonControl().forecast, LearnedForecast)
+        make_policy("chc", **params)
+    assert isinstance(CommittedHorizonControl().forecast, DistributionForecast)
     with pytest.raises(ValueError, match="flip=2"):
         NoisyOracleForecast(data, flip=2)
+
+
+def test_a_commitment_longer_than_the_window_is_rejected_at_the_first_slot():
+    data = flat_data([[1.0] * 4], [[1] * 4])
+    policy = make_policy("chc", forecast="oracle", data=data, window_hours=4, commitment=5)
+    with pytest.raises(ValueError, match="commitment=5: expected at most the window of 4"):
+        simulate(data, [job(soft=4 * HOUR, workload=1.0)], policy)

@@ -10,19 +10,19 @@ from solver.evaluate import (
     evaluate_case,
     sensitivity,
 )
+from solver.policies.selection import DEFAULT_POOL
 from solver.scenarios import CantBeLateSpec, FineTuneSpec, cant_be_late_cases, fine_tune_case
 from solver.workload import WorkloadSpec
 from tests.solver.test_scenarios import probe_ticks
 from tests.traces_dir import needs_traces, traces_dir
 
-SMALL_CBL = CantBeLateSpec(work_hours=2.0, deadlines_hours=(3.0,), overheads_hours=(0.2,),
-                           window_ticks=80)
+SMALL_CBL = CantBeLateSpec(tasks=((2.0, 3.0),), overheads_hours=(0.2,), window_ticks=80)
 
 
 def test_cant_be_late_case_statistics_per_policy():
     case = cant_be_late_cases(probe_ticks(400), 4, 0, SMALL_CBL)[0]
-    names = ["on-demand", "greedy", "uniform-progress", "prediction-free", "policy-selection",
-             "optimum"]
+    names = ["on-demand", "greedy", "uniform-progress", "prediction-free", "risk-aware",
+             "policy-selection", "optimum"]
     result = evaluate_case(case, names)
     assert list(result.policies) == names
     stats = result.policies
@@ -33,28 +33,35 @@ def test_cant_be_late_case_statistics_per_policy():
     best = max(s.mean_utility for s in stats.values())
     assert stats["optimum"].mean_utility == pytest.approx(best)
     assert result.regret.rounds == case.n_jobs
-    assert len(result.pool) == 6 and all(p.startswith("prediction-free") for p in result.pool)
+    assert result.pool == tuple(str(m) for m in DEFAULT_POOL)
+    # Each member's shadow ran every job; the ones also run alone cost the same.
+    assert len(result.member_costs) == len(DEFAULT_POOL)
+    for member in ("risk-aware", "prediction-free", "uniform-progress"):
+        alone = stats[member].mean_cost_usd
+        assert result.member_costs[result.pool.index(member)] == pytest.approx(alone)
 
 
-def test_policy_names_are_checked_and_slow_ones_left_out_by_default():
+def test_policy_specs_are_checked_and_slow_ones_left_out_by_default():
     with pytest.raises(ValueError, match=r"policy='fastest': expected one of on-demand, "):
         check_policies(["greedy", "fastest"])
-    assert "chc" not in default_policies("cant-be-late")
+    with pytest.raises(ValueError, match=r"named more than once"):
+        check_policies(["chc:window_hours=12", "chc:window_hours=12.0"])
+    assert [str(s) for s in check_policies(["chc:window_hours=12"])] == ["chc:window_hours=12"]
+    assert "chc" in default_policies("cant-be-late")
     assert "optimum" in default_policies("cant-be-late")
     assert "optimum" not in default_policies("fine-tune")
     assert "chc" in default_policies("fine-tune")
 
 
 def test_stats_of_no_runs_are_zero():
-    assert PolicyStats.of([]) == PolicyStats(0, 0.0, 0.0, 0, 0)
+    assert PolicyStats.of([]) == PolicyStats(0, 0.0, 0.0, 0.0, 0, 0)
 
 
 def test_sensitivity_falls_back_when_forecasts_are_poor():
     spec = FineTuneSpec(window_slots=48, jobs_per_window=3, workload=WorkloadSpec(
         workload_range=(8.0, 24.0), n_max_choices=(2, 4), slack_range=(1.3, 2.0)))
     case = fine_tune_case(probe_ticks(n_ticks=20 * 72, tick=180.0), 2, 0, spec)
-    settings = dataclasses.replace(EvaluationSettings(), sensitivity_errors=(0.0, 1.0),
-                                   chc_window_hours=4.0)
+    settings = dataclasses.replace(EvaluationSettings(), sensitivity_errors=(0.0, 1.0))
     points = sensitivity(case, 0, settings)
     assert [p.error for p in points] == [0.0, 1.0]
     assert points[0].fallback_share == 0.0 and points[1].fallback_share > 0.5

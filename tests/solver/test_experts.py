@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from solver.experts import DOUBLING_FACTOR, Exp3, Hedge, RegretTrace
+from solver.experts import Exp3, Hedge, RegretTrace
 
 
 def play(learner, losses_of, rounds, seed=0):
@@ -36,22 +36,26 @@ def drifting_best(k, rounds):
 
 @pytest.mark.parametrize("k", [2, 5, 16])
 @pytest.mark.parametrize("rounds", [50, 400])
-def test_hedge_regret_stays_below_its_bound_against_an_adaptive_adversary(k, rounds):
+def test_hedge_at_the_unscaled_anytime_rate_stays_below_its_bound(k, rounds):
+    bound = math.sqrt(2 * rounds * math.log(k)) + math.sqrt(math.log(k) / 8)
+    assert Hedge(k).regret_bound(rounds) == pytest.approx(bound)
     for losses_of in (adaptive_adversary(k), drifting_best(k, rounds)):
-        trace = play(Hedge(k, horizon=rounds), losses_of, rounds)
-        bound = math.sqrt(rounds * math.log(k) / 2)
+        trace = play(Hedge(k), losses_of, rounds)
         assert max(trace.regret) <= bound + 1e-9
-        assert Hedge(k, horizon=rounds).regret_bound(rounds) == pytest.approx(bound)
 
 
-def test_hedge_without_a_horizon_keeps_the_doubling_bound_and_learns_the_best():
-    k, rounds = 4, 500
-    hedge = Hedge(k)
-    trace = play(hedge, drifting_best(k, rounds), rounds)
-    assert trace.regret[-1] <= DOUBLING_FACTOR * math.sqrt(rounds * math.log(k) / 2)
-    assert hedge.regret_bound(rounds) == pytest.approx(
-        DOUBLING_FACTOR * math.sqrt(rounds * math.log(k) / 2))
-    assert int(np.argmax(hedge.probabilities())) == 1
+def test_a_larger_rate_scale_settles_on_a_steadily_better_member_sooner():
+    k, rounds = 5, 60
+    rng = np.random.default_rng(1)
+    table = rng.uniform(0.2, 0.6, (rounds, k))
+    table[:, 2] -= 0.1  # member 2 is a little better every round
+    calm, keen = play(Hedge(k), lambda t, p: table[t], rounds), \
+        play(Hedge(k, scale=4.0), lambda t, p: table[t], rounds)
+    assert keen.regret[-1] < calm.regret[-1]
+    hedge = Hedge(k, scale=4.0)
+    play(hedge, lambda t, p: table[t], rounds)
+    assert int(np.argmax(hedge.probabilities())) == 2
+    assert hedge.probabilities()[2] > 0.9
 
 
 def test_exp3_expected_regret_stays_below_its_bound_on_a_seeded_sequence():
@@ -59,18 +63,18 @@ def test_exp3_expected_regret_stays_below_its_bound_on_a_seeded_sequence():
     rng = np.random.default_rng(7)
     table = rng.uniform(0.0, 1.0, (rounds, k))
     table[:, 3] *= 0.6  # member 3 is best on average
-    regrets = [play(Exp3(k, horizon=rounds), lambda t, p: table[t], rounds, seed).regret[-1]
+    regrets = [play(Exp3(k), lambda t, p: table[t], rounds, seed).regret[-1]
                for seed in range(20)]
-    bound = math.sqrt(2 * rounds * k * math.log(k))
+    bound = 2 * math.sqrt(rounds * k * math.log(k))
     assert np.mean(regrets) <= bound
-    assert Exp3(k, horizon=rounds).regret_bound(rounds) == pytest.approx(bound)
+    assert Exp3(k).regret_bound(rounds) == pytest.approx(bound)
     # It learns from bandit feedback alone: far below the regret of playing uniformly.
     uniform = table.mean(axis=1).sum() - table.sum(axis=0).min()
     assert np.mean(regrets) < 0.5 * uniform
 
 
 def test_exp3_reads_only_the_played_loss():
-    exp3 = Exp3(3, horizon=10)
+    exp3 = Exp3(3)
     round_ = exp3.draw(np.random.default_rng(0))
     losses = np.full(3, np.nan)
     losses[round_.played] = 0.5
@@ -92,7 +96,7 @@ def test_regret_trace_compares_with_the_best_fixed_member():
     ("build", "message"),
     [
         (lambda: Hedge(0), "n_members=0"),
-        (lambda: Hedge(2, horizon=0), "horizon=0"),
+        (lambda: Hedge(2, scale=0.0), "rate scale=0.0"),
         (lambda: Hedge(2).update(None, np.array([0.2, 1.5])), r"losses\[1\]=1.5"),
         (lambda: Hedge(2).update(None, np.array([0.2])), r"losses shape \(1,\)"),
     ],

@@ -8,7 +8,7 @@ from solver.policies import make_policy
 from solver.policies.prediction_free import PredictionFree
 from solver.policy import JobView, Observation
 from solver.simulator import simulate
-from tests.solver.helpers import HOUR, flat_data, job, markets
+from tests.solver.helpers import HOUR, cold_outlooks, flat_data, job, markets
 
 
 def observe(views, price=(1.0,), available=(1,), time=0.0, on_demand=3.0):
@@ -18,7 +18,7 @@ def observe(views, price=(1.0,), available=(1,), time=0.0, on_demand=3.0):
         markets=tuple(markets(n, on_demand)),
         price_history=np.zeros((n, 0)), availability_history=np.zeros((n, 0), dtype=int),
         price_now=np.array(price, float), availability_now=np.array(available),
-        jobs=tuple(views),
+        jobs=tuple(views), outlooks=cold_outlooks(n),
     )
 
 

@@ -34,7 +34,7 @@ def test_window_starts_are_the_cant_be_late_draw():
 
 
 def test_cant_be_late_cases_confine_one_job_per_market_worth_its_on_demand_bill():
-    spec = CantBeLateSpec(work_hours=2.0, deadlines_hours=(3.0, 4.0), window_ticks=80)
+    spec = CantBeLateSpec(tasks=((2.0, 3.0), (2.0, 4.0)), window_ticks=80)
     cases = cant_be_late_cases(probe_ticks(200), 3, 0, spec)
     assert [c.name for c in cases] == [
         "cant-be-late 2h/3h/0.02h", "cant-be-late 2h/3h/0.2h",
@@ -52,13 +52,23 @@ def test_cant_be_late_cases_confine_one_job_per_market_worth_its_on_demand_bill(
     assert len({j.id for c in cases[:1] for e in c.episodes for j in e.jobs}) == 6
 
 
+def test_each_episode_carries_forecasters_trained_on_the_trace_before_its_window():
+    spec = CantBeLateSpec(tasks=((2.0, 3.0),), overheads_hours=(0.2,), window_ticks=80)
+    ticks = probe_ticks(400)
+    case = cant_be_late_cases(ticks, 3, 0, spec)[0]
+    first = [int(round((e.data.origin - ticks[0].times[0]) / 195.0)) for e in case.episodes]
+    assert [e.models.learned for e in case.episodes] == first
+    copy = case.episodes[0].fresh_models()
+    assert copy is not case.episodes[0].models and copy.learned == first[0]
+
+
 def test_cant_be_late_rejects_deadlines_outside_the_window():
     with pytest.raises(ValueError, match=r"deadline 9\.0 h: expected within the window"):
         cant_be_late_cases(probe_ticks(200), 1, 0,
-                           CantBeLateSpec(work_hours=2.0, deadlines_hours=(9.0,), window_ticks=80))
-    with pytest.raises(ValueError, match=r"deadline 2\.0 h: expected at least work"):
+                           CantBeLateSpec(tasks=((2.0, 9.0),), window_ticks=80))
+    with pytest.raises(ValueError, match=r"work 2 h, deadline 2 h, restart overhead 0.02 h: expected"):
         cant_be_late_cases(probe_ticks(200), 1, 0,
-                           CantBeLateSpec(work_hours=2.0, deadlines_hours=(2.0,), window_ticks=80))
+                           CantBeLateSpec(tasks=((2.0, 2.0),), window_ticks=80))
 
 
 def test_fine_tune_scales_probe_capacity_and_releases_on_slot_starts():

@@ -5,31 +5,23 @@ from hypothesis import strategies as st
 
 from solver.job import JobResult
 from solver.market import MarketData
-from solver.policies import make_policy
-from solver.policies.selection import (
-    Member,
-    PolicySelection,
-    Selector,
-    independent_groups,
-    on_demand_bill,
-    round_losses,
-)
+from solver.policies import PolicySpec, make_policy
+from solver.policies.selection import PolicySelection, Selector, on_demand_bill, round_losses
 from solver.simulator import simulate
 from tests.solver.helpers import HOUR, flat_data, job, markets
 
-POOL = (Member("prediction-free"), Member("greedy"), Member("uniform-progress"),
-        Member("on-demand"), Member("spot-only"))
-FALLBACK = Member("prediction-free")
+POOL = (PolicySpec("prediction-free"), PolicySpec("greedy"), PolicySpec("uniform-progress"),
+        PolicySpec("on-demand"), PolicySpec("spot-only"))
+FALLBACK = PolicySpec("prediction-free")
 
 
 def selection(seed=0, learner="hedge", **kw):
-    return PolicySelection(Selector(POOL, learner, seed=seed), fallback=FALLBACK, **kw)
+    kw.setdefault("fallback", FALLBACK)
+    return make_policy("policy-selection", pool=POOL, seed=seed, learner=learner, **kw)
 
 
 def run(data, jobs, policy):
-    result = simulate(data, jobs, policy)
-    policy.settle(data)
-    return result
+    return simulate(data, jobs, policy, until_end=True)
 
 
 @st.composite
@@ -94,23 +86,53 @@ def test_same_seed_same_decisions_and_regret():
                                                            for s in first.selector.settled]
 
 
-def test_jobs_settle_at_their_hard_deadline_with_losses_of_the_past_only():
+def test_rounds_settle_once_every_shadow_is_done_with_losses_of_the_past_only():
     data, jobs = market_and_jobs()
     policy = selection(1)
     simulate(data, jobs, policy)
-    # Without settle(), only jobs whose hard deadline passed while the policy was called are
-    # settled, in hard-deadline order.
     settled = [s.job_id for s in policy.selector.settled]
-    assert settled == [j.id for j in jobs[: len(settled)]] and 0 < len(settled) < len(jobs)
-    # Another future after the first job's hard deadline leaves its losses unchanged.
-    cut = int(jobs[0].hard_deadline // HOUR)
+    assert sorted(settled) == sorted(set(settled)) and settled
+    # Another future after the first settled job's hard deadline leaves its losses unchanged.
+    first = next(j for j in jobs if j.id == settled[0])
+    cut = int(first.hard_deadline // HOUR)
     price, avail = np.array(data.price), np.array(data.availability)
     price[:, cut:] = 2.5
     avail[:, cut:] = 0
-    changed = flat_data(price, avail)
     other = selection(1)
-    simulate(changed, jobs, other)
+    simulate(flat_data(price, avail), jobs, other)
+    assert other.selector.settled[0].job_id == first.id
     assert np.array_equal(other.selector.settled[0].losses, policy.selector.settled[0].losses)
+
+
+def test_each_shadow_bills_what_its_member_alone_would_have():
+    data = flat_data(np.linspace(0.6, 2.4, 3 * 30).reshape(3, 30),
+                     (np.arange(90).reshape(3, 30) % 5 > 1).astype(int))
+    keys = [m.key for m in data.markets]
+    jobs = [job(f"j{k}", workload=6.0, release=k * HOUR, soft=(k + 14) * HOUR, n_max=2,
+                value=60.0, miss_penalty=60.0, restart_overhead=600.0,
+                allowed_markets=(keys[k],)) for k in range(3)]
+    policy = selection(4)
+    run(data, jobs, policy)
+    by_job = {s.job_id: s for s in policy.selector.settled}
+    for k, member in enumerate(POOL):
+        alone = {r.job_id: r for r in simulate(data, jobs, make_policy(member)).jobs}
+        for j in jobs:
+            assert by_job[j.id].costs[k] == pytest.approx(alone[j.id].cost)
+            assert bool(by_job[j.id].met[k]) == alone[j.id].hard_deadline_met
+
+
+def test_hedge_settles_on_the_member_that_is_best_every_round():
+    data = flat_data([[0.5] * 80], [[1] * 80])
+    jobs = [job(f"j{k}", workload=2.0, release=k * 2 * HOUR, soft=(k * 2 + 6) * HOUR,
+                value=30.0, miss_penalty=30.0) for k in range(36)]
+    policy = make_policy("policy-selection", pool=(PolicySpec("on-demand"),
+                                                   PolicySpec("spot-only")),
+                         fallback=PolicySpec("on-demand"), seed=0)
+    run(data, jobs, policy)
+    p = policy.selector.learner.probabilities()
+    assert p[1] > 0.95  # spot-only, with spot always there at a sixth of the price
+    late = [s.played for s in policy.selector.settled[-12:]]
+    assert late.count(1) >= 11
 
 
 def test_fallback_takes_new_jobs_while_the_forecast_error_is_high():
@@ -153,21 +175,12 @@ def test_members_asking_for_the_same_spot_are_spread_over_markets_with_room():
     a = job("a", workload=3.0, soft=5 * HOUR)
     b = job("b", workload=3.0, soft=6 * HOUR)
     # Neither member knows the other's job (nor does greedy track its own jobs' claims).
-    pool = (Member("greedy"), Member("spot-only"))
-    policy = PolicySelection(Selector(pool, seed=0), fallback=Member("greedy"))
+    pool = (PolicySpec("greedy"), PolicySpec("spot-only"))
+    policy = make_policy("policy-selection", pool=pool, fallback=PolicySpec("greedy"))
     result = run(data, [a, b], policy)
     first = {job_id: alloc for t, job_id, alloc in result.decisions if t == 0}
     assert first["a"].market == 0 and first["b"].market == 1
     assert all(r.refusals == 0 for r in result.jobs)
-
-
-def test_jobs_on_disjoint_markets_replay_together():
-    data = flat_data(np.ones((3, 4)), np.ones((3, 4), int))
-    keys = [m.key for m in data.markets]
-    jobs = [job("a", allowed_markets=(keys[0],)), job("b", allowed_markets=(keys[1],)),
-            job("c", allowed_markets=(keys[0], keys[2])), job("d")]
-    groups = independent_groups(jobs, data)
-    assert [[j.id for j in g] for g in groups] == [["a", "b"], ["c"], ["d"]]
 
 
 @pytest.mark.parametrize(
@@ -177,7 +190,8 @@ def test_jobs_on_disjoint_markets_replay_together():
         (lambda: Selector(POOL + POOL[:1]), "duplicate members"),
         (lambda: Selector(POOL, learner="ucb"), "learner='ucb'"),
         (lambda: Selector(POOL, loss_scale=0.0), "loss_scale=0.0"),
-        (lambda: PolicySelection(Selector(POOL), fallback=Member("chc")), "member chc()"),
+        (lambda: selection(fallback=PolicySpec("chc")), "member chc: expected one of"),
+        (lambda: make_policy("policy-selection:rate=0"), "rate scale=0.0"),
         (lambda: make_policy("policy-selection", error_threshold=float("nan")),
          "error_threshold=nan"),
     ],
@@ -191,6 +205,6 @@ def test_registered_default_runs_without_arguments():
     data, jobs = market_and_jobs()
     policy = make_policy("policy-selection")
     assert isinstance(policy, PolicySelection)
-    result = simulate(data, jobs[:2], policy)
+    result = simulate(data, jobs[:2], policy, until_end=True)
     assert all(isinstance(r, JobResult) for r in result.jobs)
     assert isinstance(data, MarketData)

@@ -60,7 +60,8 @@ def test_unreleased_jobs_are_invisible_and_stray_answers_rejected():
     late = job("b", workload=1.0, release=2.5 * HOUR, soft=6 * HOUR)
     policy = Scripted({0: {"a": Allocation(0, 1)}, 3: {"b": Allocation(0, 1)}})
     simulate(data, [early, late], policy)
-    assert [[v.id for v in o.jobs] for o in policy.seen] == [["a"], ["b"]]
+    # The policy is called at every boundary, with the jobs active there.
+    assert [[v.id for v in o.jobs] for o in policy.seen] == [["a"], [], [], ["b"]]
     with pytest.raises(PolicyError, match=r"allocated jobs \['b'\] that are not active"):
         simulate(data, [early, late], Stray())
 

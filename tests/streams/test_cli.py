@@ -80,7 +80,8 @@ def test_replay_with_a_workload_file(tmp_path, plain_csv):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--policy", "magic"], "expected policies among"),
+        (["--policy", "magic"], "policy='magic': expected one of on-demand"),
+        (["--policy", "chc:window=3"], "policy chc: parameter 'window': expected one of"),
         (["--days", "2"], "too short for a job"),
     ],
 )

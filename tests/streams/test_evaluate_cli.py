@@ -31,14 +31,19 @@ def test_evaluate_prints_tables_and_writes_json_and_plots(tmp_path):
         "--json", str(tmp_path / "out.json"), "--plots", str(tmp_path / "plots")])
     assert result.exit_code == 0, result.output
     assert "fine-tune" in result.output and "prediction-free" in result.output
-    assert re.search(r"policy-selection regret after 4: [\d.]+, 8: [\d.]+, 16: [\d.]+",
-                     " ".join(result.output.split()))
+    text = " ".join(result.output.split())
+    assert re.search(r"Regret after 4: [\d.]+, 8: [\d.]+, 16: [\d.]+ rounds", text)
+    assert "policy-selection members' mean cost USD (shadows): risk-aware" in text
     summary = json.loads((tmp_path / "out.json").read_text())
     (scenario,) = summary["scenarios"]
     assert scenario["name"] == "fine-tune"
     assert list(scenario["policies"]) == ["on-demand", "prediction-free", "policy-selection"]
     assert set(scenario["policies"]["on-demand"]) == {
-        "runs", "mean_cost_usd", "mean_utility", "hard_deadline_misses", "soft_deadline_misses"}
+        "runs", "mean_cost_usd", "mean_utility", "mean_restarts", "hard_deadline_misses",
+        "soft_deadline_misses"}
+    assert set(scenario["selection_members"]) == {
+        "risk-aware", "prediction-free", "prediction-free:sigma=0.75",
+        "prediction-free:sigma=0.5", "uniform-progress"}
     assert scenario["policies"]["on-demand"]["runs"] == 16
     for png in ("utility_cost.png", "sensitivity.png", "regret.png"):
         assert (tmp_path / "plots" / png).stat().st_size > 0
@@ -48,8 +53,11 @@ def test_evaluate_prints_tables_and_writes_json_and_plots(tmp_path):
     (["--policy", "oracle"], "policy='oracle': expected one of on-demand"),
     (["--scenario", "cant-be-late", "--windows", "200"],
      "windows=200 of 1145 slots: expected at most 148"),
-    (["--chc-forecast", "psychic"], "chc_forecast='psychic': expected learned or oracle"),
-    (["--chc-window-hours", "0"], "chc_window_hours=0.0: expected a positive duration"),
+    (["--forecast", "psychic"], "forecast='psychic': expected one of distribution, point, "
+                                "oracle"),
+    (["--policy", "chc:window_hours=0"], "window_hours=0.0: expected a positive duration"),
+    (["--overhead-hours", "5", "--scenario", "cant-be-late"],
+     "work 48 h, deadline 52 h, restart overhead 5 h: expected"),
 ])
 def test_evaluate_names_a_bad_option(tmp_path, args, message):
     trace = write_probe_trace(tmp_path / "probe.csv", hours=70)

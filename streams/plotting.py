@@ -1,0 +1,54 @@
+"""Chart pieces every report shares."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+OUTLIER_SPREAD = 4.0
+"""A bar is drawn clipped when including it would stretch the axis this many times over the
+spread of the other bars."""
+
+
+def bar_panel(ax, names: Sequence[str], values: Sequence[float], title: str,
+              color: str) -> None:
+    """Horizontal bars, each labelled with its value. A bar far off the others (one policy
+    losing its deadline penalties, say) is clipped at the axis edge, hatched, with its true
+    value printed, so the others' differences stay visible."""
+    values = np.asarray(values, dtype=float)
+    low, high = _axis(values)
+    shown = np.clip(values, low, high)
+    bars = ax.barh(list(names), shown, color=color)
+    for bar, value, drawn in zip(bars, values, shown, strict=True):
+        clipped = drawn != value
+        if clipped:
+            bar.set_hatch("//")
+            bar.set_alpha(0.5)
+        ax.annotate(f"{value:,.2f}" + (" (clipped)" if clipped else ""),
+                    (max(drawn, 0.0), bar.get_y() + bar.get_height() / 2),
+                    xytext=(3, 0), textcoords="offset points", ha="left", va="center",
+                    fontsize="small")
+    pad = 0.25 * (high - low or abs(high) or 1.0)
+    ax.set_xlim(min(low, 0.0) - (pad if low < 0 else 0.0), high + pad)
+    ax.set_title(title, fontsize="medium")
+    ax.invert_yaxis()
+    ax.tick_params(labelsize="small")
+
+
+def _axis(values: np.ndarray) -> tuple[float, float]:
+    """The value range the axis shows: all values, or all but one far outlier."""
+    low, high = float(values.min()), float(values.max())
+    if len(values) < 3:
+        return low, high
+    median = float(np.median(values))
+    far = int(np.argmax(np.abs(values - median)))
+    rest = np.delete(values, far)
+    spread = float(rest.max() - rest.min()) or abs(median) or 1.0
+    if high - low <= OUTLIER_SPREAD * spread:
+        return low, high
+    edge = 0.3 * float(np.abs(rest).max() or 1.0)
+    low, high = float(min(rest.min(), 0.0)), float(max(rest.max(), 0.0))
+    if values[far] < low:
+        return low - edge, high
+    return low, high + edge

@@ -18,8 +18,9 @@ class WorkloadSpec:
     Work units are reference instance-hours: ``H(n) = alpha * n + beta`` with ``alpha = 1`` and
     a small negative ``beta`` for the parallel inefficiency. The soft deadline leaves
     ``slack`` times the run time at ``n_max`` (drawn in ``slack_range``); the hard deadline adds
-    ``hard_extra`` of that window. ``N_min`` is ``n_min_share`` of ``N_max`` (at least 1). The value is ``value_factor`` times the on-demand bill at
-    ``n_max``, halves by the hard deadline, and a miss costs ``miss_penalty_factor`` times it.
+    ``hard_extra`` of that window. ``N_min`` is ``n_min_share`` of ``N_max`` (at least 1). The
+    value is ``value_factor`` times the on-demand bill at ``n_max``, halves by the hard
+    deadline, and a miss costs ``miss_penalty_factor`` times it.
     """
 
     seed: int = 0

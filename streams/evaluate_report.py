@@ -27,8 +27,10 @@ from solver.evaluate import (
 )
 from solver.market import MarketTicks
 from solver.policies import PolicySpec
-from solver.scenarios import Case, CantBeLateSpec, build_cases
+from solver.scenarios import CantBeLateSpec, Case, build_cases
 from streams.plotting import bar_panel
+
+DEFAULT_TASKS = CantBeLateSpec()
 
 ForecastValues = dict[str, dict[str, PolicyStats]]
 """``{planner: {forecast kind: stats}}`` of one case."""
@@ -47,7 +49,7 @@ def run_evaluation(
     plots: Path | None = None,
     json_path: Path | None = None,
     settings: EvaluationSettings = DEFAULT_SETTINGS,
-    cant_be_late: CantBeLateSpec = CantBeLateSpec(),
+    cant_be_late: CantBeLateSpec = DEFAULT_TASKS,
     forecast_values: bool = False,
 ) -> list[CaseResult]:
     """Evaluate every case of ``scenarios`` on ``ticks``, print the tables and write the

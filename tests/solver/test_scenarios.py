@@ -56,7 +56,7 @@ def test_each_episode_carries_forecasters_trained_on_the_trace_before_its_window
     spec = CantBeLateSpec(tasks=((2.0, 3.0),), overheads_hours=(0.2,), window_ticks=80)
     ticks = probe_ticks(400)
     case = cant_be_late_cases(ticks, 3, 0, spec)[0]
-    first = [int(round((e.data.origin - ticks[0].times[0]) / 195.0)) for e in case.episodes]
+    first = [round((e.data.origin - ticks[0].times[0]) / 195.0) for e in case.episodes]
     assert [e.models.learned for e in case.episodes] == first
     copy = case.episodes[0].fresh_models()
     assert copy is not case.episodes[0].models and copy.learned == first[0]
@@ -66,7 +66,8 @@ def test_cant_be_late_rejects_deadlines_outside_the_window():
     with pytest.raises(ValueError, match=r"deadline 9\.0 h: expected within the window"):
         cant_be_late_cases(probe_ticks(200), 1, 0,
                            CantBeLateSpec(tasks=((2.0, 9.0),), window_ticks=80))
-    with pytest.raises(ValueError, match=r"work 2 h, deadline 2 h, restart overhead 0.02 h: expected"):
+    with pytest.raises(ValueError,
+                       match=r"work 2 h, deadline 2 h, restart overhead 0.02 h: expected"):
         cant_be_late_cases(probe_ticks(200), 1, 0,
                            CantBeLateSpec(tasks=((2.0, 2.0),), window_ticks=80))
 

@@ -10,7 +10,7 @@ from solver.market import MarketData
 from solver.policies import HINDSIGHT, PolicySpec, check_spec, make_policy
 from solver.policies.baselines import OnDemandOnly
 from solver.policy import Policy
-from solver.simulator import SimulationResult, simulate_partitioned
+from solver.simulator import SimulationResult, simulate_partitioned, tape
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +78,10 @@ def compare_policies(
         hindsight = {"data": data, "jobs": list(jobs)} if spec.name in HINDSIGHT else {}
         return make_policy(spec, **hindsight)
 
+    outlooks = tape(data)
     results = [
         replace(simulate_partitioned(data, jobs, lambda s=spec: build(s), partition_of,
-                                     progress), policy=str(spec))
+                                     progress, outlooks), policy=str(spec))
         for spec in specs
     ]
     reference = next((r for r in results if r.policy == OnDemandOnly.name), None)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solver.engine import Engine
-from solver.forecast.models import MarketModels
+from solver.forecast.models import MarketModels, OutlookTape
 from solver.job import Allocation, Job, JobResult
 from solver.market import MarketData
 from solver.policy import Policy
@@ -75,11 +75,13 @@ def simulate(
     progress: Callable[[int], None] | None = None,
     models: MarketModels | None = None,
     until_end: bool = False,
+    tape: OutlookTape | None = None,
 ) -> SimulationResult:
     """Run ``jobs`` through ``data`` under ``policy``; deterministic for deterministic policies.
 
     ``progress`` is called with the number of slots simulated since the last call; ``models``
-    are the markets' forecasters, trained on what came before ``data`` (default: fresh ones).
+    are the markets' forecasters, trained on what came before ``data`` (default: fresh ones);
+    ``tape`` their outlooks, made once for several runs over the same data (:func:`tape`).
     The run stops once every job is done unless ``until_end`` (for a policy that learns from
     the slots after that, as policy selection's counterfactuals do).
     """
@@ -96,7 +98,8 @@ def simulate(
     for t in range(n_slots):
         if engine.all_finished() and not until_end:
             break
-        answer = engine.decide(data.boundary_price[:, t], data.boundary_availability[:, t])
+        answer = engine.decide(data.boundary_price[:, t], data.boundary_availability[:, t],
+                               tape[t] if tape is not None else None)
         decisions.extend((t, job_id, a) for job_id, a in answer.items())
         for used in engine.settle(data.price[:, t], data.availability[:, t]):
             spot_used[used.granted.market, t] += used.granted.spot
@@ -117,24 +120,32 @@ def simulate(
     )
 
 
+def tape(data: MarketData, models: MarketModels | None = None) -> OutlookTape:
+    """The outlooks of ``data``'s markets at each of its boundaries, for runs to share."""
+    if models is None:
+        models = MarketModels(len(data.markets), data.origin, data.slot_seconds)
+    return OutlookTape(models, data.price, data.availability, data.origin)
+
+
 def simulate_partitioned(
     data: MarketData,
     jobs: Sequence[Job],
     policy_factory: Callable[[], Policy],
     partition_of: Callable[[str], int],
     progress: Callable[[int], None] | None = None,
+    outlooks: OutlookTape | None = None,
 ) -> SimulationResult:
     """Jobs split into groups that each plan alone against the whole market, as independent
     scheduler partitions do; one result with the jobs in their given order."""
     groups: dict[int, list[Job]] = {}
     for job in jobs:
         groups.setdefault(partition_of(job.id), []).append(job)
-    parts = [simulate(data, group, policy_factory(), progress)
+    parts = [simulate(data, group, policy_factory(), progress, tape=outlooks)
              for _, group in sorted(groups.items())]
     if len(parts) == 1:
         return parts[0]
     if not parts:
-        return simulate(data, jobs, policy_factory(), progress)
+        return simulate(data, jobs, policy_factory(), progress, tape=outlooks)
     by_id = {r.job_id: r for part in parts for r in part.jobs}
     return SimulationResult(
         policy=parts[0].policy,

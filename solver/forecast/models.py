@@ -108,3 +108,26 @@ class _CatchUp:
             else:
                 models.learn(self.price[:, t], self.availability[:, t])
         return models.forecasters[market].outlook(models.horizon)
+
+
+class OutlookTape:
+    """Every market's outlook at every boundary of ``data``'s grid, made once by ``models``
+    (trained on what came before, or fresh) and read by any number of runs over the same
+    data: the forecasts do not depend on the policy."""
+
+    def __init__(self, models: MarketModels, price: np.ndarray, availability: np.ndarray,
+                 origin: float) -> None:
+        self._models = models
+        self._price = price
+        self._availability = availability
+        self._origin = origin
+        self._made: list[Outlooks] = []
+
+    def __getitem__(self, slot: int) -> Outlooks:
+        """The outlooks at the boundary of ``slot`` (made in slot order, once)."""
+        while len(self._made) <= slot:
+            t = len(self._made)
+            ready = self._models.outlooks(self._price[:, :t], self._availability[:, :t],
+                                          self._origin).ready()
+            self._made.append(Outlooks(len(ready), ready=ready))
+        return self._made[slot]

@@ -134,12 +134,15 @@ class ErrorTracker:
     def price_quantile_offsets(self, levels: tuple[float, ...]) -> np.ndarray:
         """``(len(levels), window)``: quantiles of the log-ratio of true to forecast price by
         horizon (0 where nothing was scored yet)."""
-        out = np.zeros((len(levels), self.window))
-        for k in range(self.window):
-            seen = self._residuals[k, : min(self._residual_n[k], self.residuals)]
-            if len(seen):
-                out[:, k] = np.quantile(seen, levels)
-        return out
+        counts = np.minimum(np.array(self._residual_n), self.residuals)
+        ordered = np.sort(self._residuals, axis=1)  # unfilled entries (NaN) sort last
+        position = np.asarray(levels, dtype=float)[:, None] * np.maximum(counts - 1, 0)
+        low = np.floor(position).astype(np.int64)
+        high = np.minimum(low + 1, np.maximum(counts - 1, 0))
+        rows = np.arange(self.window)[None, :]
+        below, above = ordered[rows, low], ordered[rows, high]
+        out = below + (position - low) * (above - below)
+        return np.where(counts > 0, out, 0.0)
 
     @property
     def availability_brier(self) -> np.ndarray:

@@ -237,49 +237,82 @@ def _expected(values: np.ndarray, on: np.ndarray, advance: np.ndarray, t: int, c
 
 
 @njit(cache=True)
+def _spot_value(values: np.ndarray, on: np.ndarray, params: np.ndarray, advance: np.ndarray,
+                t: int, bucket: int, slack: float, owed: float, elapsed: int, cost: float
+                ) -> float:
+    """Spot at boundary ``t`` for a job still owing ``owed`` slots of its overhead after
+    ``elapsed`` slots of it (``inf`` where not allowed)."""
+    deadline, overhead, step, phases = params[0], params[2], params[9], int(params[10])
+    work = deadline - t - slack
+    if slack - 1.0 < overhead - _EPS:  # the slot's spot may not be granted after all
+        return np.inf
+    if work + owed <= 1.0 + _EPS:
+        return cost - _reward(params, t + owed + work)
+    after = slack - min(owed, 1.0)
+    if after < overhead - _EPS:
+        return np.inf
+    kept = 4 if owed <= 1.0 + _EPS or elapsed + 1 >= phases else 5 + elapsed
+    return cost + _expected(values, on, advance, t, 1, bucket, kept, 0, after / step)
+
+
+@njit(cache=True)
+def _on_demand_value(values: np.ndarray, on: np.ndarray, params: np.ndarray,
+                     advance: np.ndarray, t: int, capacity: int, bucket: int, slack: float,
+                     paid: float) -> float:
+    """On-demand at boundary ``t``, paying ``paid`` slots of overhead (``inf`` where not
+    allowed); on-demand is never lost, so its overhead is paid at once."""
+    deadline, step = params[0], params[9]
+    work = deadline - t - slack
+    cost = params[3] * params[5] * params[4]
+    if work + paid <= 1.0 + _EPS:
+        return cost - _reward(params, t + paid + work)
+    if slack - paid < -_EPS:
+        return np.inf
+    return cost + _expected(values, on, advance, t, capacity, bucket, 3, 2,
+                            (slack - paid) / step)
+
+
+@njit(cache=True)
+def _q_all(values: np.ndarray, on: np.ndarray, price: np.ndarray, params: np.ndarray,
+           advance: np.ndarray, t: int, bucket: int, slack: float, out: np.ndarray) -> None:
+    """Action values (idle, spot, on-demand; ``inf`` where not allowed) at boundary ``t`` of
+    every held state into ``out[state]``; what states share is computed once."""
+    overhead, step = params[2], params[9]
+    out[:, :] = np.inf
+    idled = slack - 1.0
+    for capacity in range(2):
+        if idled >= overhead - _EPS:
+            idle = _expected(values, on, advance, t, capacity, bucket, 1, 0, idled / step)
+            out[capacity, 0] = idle  # idle, held idle
+            out[2 + capacity, 0] = idle  # idle, held on-demand
+            if capacity == 1:
+                out[4:, 0] = idle  # idle, held spot
+        switch = _on_demand_value(values, on, params, advance, t, capacity, bucket, slack,
+                                  overhead)
+        out[capacity, 2] = switch
+        out[2 + capacity, 2] = _on_demand_value(values, on, params, advance, t, capacity,
+                                                bucket, slack, 0.0)
+        if capacity == 1:
+            out[4:, 2] = switch
+    cost = params[3] * params[5] * price[t]
+    enter = _spot_value(values, on, params, advance, t, bucket, slack, overhead, 0, cost)
+    out[1, 1] = enter
+    out[3, 1] = enter
+    out[4, 1] = _spot_value(values, on, params, advance, t, bucket, slack, 0.0, 0, cost)
+    for state in range(5, out.shape[0]):
+        elapsed = state - 4
+        out[state, 1] = _spot_value(values, on, params, advance, t, bucket, slack,
+                                    overhead - elapsed, elapsed, cost)
+
+
+@njit(cache=True)
 def _q(values: np.ndarray, on: np.ndarray, price: np.ndarray, params: np.ndarray,
        advance: np.ndarray, t: int, state: int, bucket: int, slack: float,
        out: np.ndarray) -> None:
-    """Action values at boundary ``t`` (``inf`` where not allowed) into ``out``."""
-    deadline, overhead, n, step = params[0], params[2], params[3], params[9]
-    phases = int(params[10])
-    slot_cost = n * params[5]
-    work = deadline - t - slack
-    capacity = 1 if state == 1 or state == 3 or state >= 4 else 0
-    idled = slack - 1.0
-    for action in range(3):
-        out[action] = np.inf
-    if idled >= overhead - _EPS:
-        out[0] = _expected(values, on, advance, t, capacity, bucket, 1, 0, idled / step)
-    # on-demand: its overhead is paid at once (on-demand is never lost)
-    held_od = state == 2 or state == 3
-    paid = 0.0 if held_od else overhead
-    cost = slot_cost * params[4]
-    if work + paid <= 1.0 + _EPS:
-        out[2] = cost - _reward(params, t + paid + work)
-    elif slack - paid >= -_EPS:
-        out[2] = cost + _expected(values, on, advance, t, capacity, bucket, 3, 2,
-                                  (slack - paid) / step)
-    # spot: the overhead is paid slot by slot and lost with the run
-    if capacity == 0 or idled < overhead - _EPS:
-        return
-    if state == 4:
-        owed = 0.0
-    elif state > 4:
-        owed = overhead - (state - 4)
-    else:
-        owed = overhead
-    paid = min(owed, 1.0)
-    cost = slot_cost * price[t]
-    if work + owed <= 1.0 + _EPS:
-        out[1] = cost - _reward(params, t + owed + work)
-        return
-    after = slack - paid
-    if after < overhead - _EPS:
-        return
-    elapsed = (phases - 1 if state == 4 else (state - 4 if state > 4 else 0)) + 1
-    kept = 4 if owed <= 1.0 + _EPS or elapsed >= phases else 4 + elapsed
-    out[1] = cost + _expected(values, on, advance, t, capacity, bucket, kept, 0, after / step)
+    """Action values of one held state at boundary ``t`` into ``out``."""
+    every = np.empty((values.shape[1], 3))
+    _q_all(values, on, price, params, advance, t, bucket, slack, every)
+    out[:] = every[state]
 
 
 @njit(cache=True)
@@ -296,22 +329,22 @@ def _solve(slots: int, grid: int, states: int, on: np.ndarray, price: np.ndarray
            params: np.ndarray, advance: np.ndarray) -> np.ndarray:
     buckets, step = on.shape[2], params[9]
     values = np.empty((slots + 1, states, buckets, grid), dtype=np.float32)
-    q = np.empty(3)
     for s in range(states):
         for i in range(grid):
             v = _fallback(params, slots, s, i * step)
             for b in range(buckets):
                 values[slots, s, b, i] = v
+    q = np.empty((states, 3))
     for t in range(slots - 1, -1, -1):
-        for s in range(states):
-            for b in range(buckets):
-                for i in range(grid):
-                    slack = i * step
-                    if params[0] - t - slack <= 0.0:
-                        values[t, s, b, i] = 0.0
-                        continue
-                    _q(values, on, price, params, advance, t, s, b, slack, q)
-                    best = min(q[0], min(q[1], q[2]))
+        for b in range(buckets):
+            for i in range(grid):
+                slack = i * step
+                if params[0] - t - slack <= 0.0:
+                    values[t, :, b, i] = 0.0
+                    continue
+                _q_all(values, on, price, params, advance, t, b, slack, q)
+                for s in range(states):
+                    best = min(q[s, 0], min(q[s, 1], q[s, 2]))
                     values[t, s, b, i] = best if best < np.inf else _fallback(
                         params, t, s, slack)
     return values

@@ -55,7 +55,8 @@ class RiskAware:
 
     name = "risk-aware"
     PARAMETERS: ClassVar[dict[str, type]] = {
-        "forecast": str, "resolve_hours": float, "window_hours": float, "confidence": float}
+        "forecast": str, "resolve_hours": float, "window_hours": float, "confidence": float,
+        "markets": int}
     CONTEXT: ClassVar[tuple[str, ...]] = (
         "data", "source")
 
@@ -65,11 +66,15 @@ class RiskAware:
         resolve_hours: float = 6.0,
         window_hours: float = 24.0,
         confidence: float = 0.9,
+        markets: int = 2,
         data: MarketData | None = None,
         source: ForecastSource | None = None,
     ) -> None:
         if not (math.isfinite(resolve_hours) and resolve_hours > 0):
             raise ValueError(f"resolve_hours={resolve_hours!r}: expected a positive duration")
+        if markets < 1:
+            raise ValueError(f"markets={markets!r}: expected at least 1 market to plan in")
+        self.markets = markets
         if source is None:
             source = (DistributionForecast(confidence) if forecast == "distribution"
                       else make_source(forecast, data))  # type: ignore[arg-type]
@@ -83,7 +88,7 @@ class RiskAware:
     def __repr__(self) -> str:
         return (f"RiskAware(resolve_hours={self.resolve_hours}, "
                 f"window_hours={self.window_hours}, confidence={self.confidence}, "
-                f"forecast={type(self.forecast).__name__})")
+                f"markets={self.markets}, forecast={type(self.forecast).__name__})")
 
     def decide(self, obs: Observation) -> Decision:
         left = np.array(obs.availability_now, dtype=np.int64)
@@ -111,7 +116,7 @@ class RiskAware:
         job = view.job
         if job.n_min != job.n_max or not job.allow_spot:
             return False
-        markets = _spot_markets(obs, view)
+        markets = self._candidates(obs, view)
         if not markets:
             return False
         if not self.forecast.exact and any(obs.outlooks[m].hazards is None for m in markets):
@@ -125,7 +130,7 @@ class RiskAware:
         od_market = on_demand_market(obs, view)
         current = view.current
         best: tuple[float, int, int] | None = None
-        for m in _spot_markets(obs, view):
+        for m in self._candidates(obs, view):
             program = self._program(obs, view, m)
             held = _held(current, m, od_market, n)
             pending = view.pending_overhead / obs.slot_seconds if held != IDLE else 0.0
@@ -144,6 +149,23 @@ class RiskAware:
         if best[1] == SPOT:
             return Allocation(best[2], spot=n)
         return None
+
+    def _candidates(self, obs: Observation, view: JobView) -> list[int]:
+        """The market the job holds and the ``markets`` most promising others."""
+        allowed = _spot_markets(obs, view)
+        if len(allowed) <= self.markets:
+            return allowed
+        held = view.current.market if view.current is not None else -1
+        day = max(1, round(24 * 3600.0 / obs.slot_seconds))
+
+        def saving(m: int) -> float:
+            outlook = obs.outlooks[m]
+            chance = float(np.mean(outlook.capacity.at_least(view.job.n_min)[:day]))
+            discount = obs.markets[m].on_demand_price - float(obs.price_now[m])
+            return chance * discount
+
+        ranked = sorted(allowed, key=lambda m: (m != held, -saving(m), m))
+        return sorted(ranked[: self.markets + (held in allowed)])
 
     def _program(self, obs: Observation, view: JobView, market: int) -> _Program:
         key = (view.id, market)

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from solver.engine import Engine, JobState
 from solver.job import Allocation, Job
@@ -27,13 +27,16 @@ from streams.events import (
     PriceTick,
     ProvisioningDecision,
 )
+from streams.settings import Settings
+from streams.stage import RejectedEvent
 
-OUTCOMES = ("finished", "cancelled", "deadline_missed")
+OUTCOMES = ("finished", "cancelled", "deadline_missed", "failed")
 """How a job leaves the scheduler: the ``outcome`` label of ``spotsched_jobs_ended_total``."""
 
-REASON_KINDS = ("invalid", "rejected")
+REASON_KINDS = ("invalid", "rejected", "error")
 """``invalid``: the message cannot be decoded (bytes, JSON, schema); ``rejected``: a valid
-event the pipeline cannot accept (unknown market or job, late tick, wrong topic, ...)."""
+event the pipeline cannot accept (unknown market or job, late tick, wrong topic, ...);
+``error``: a stage raised on it (also counted in ``spotsched_stage_errors_total``)."""
 
 SOLVE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
                  30.0, 60.0, 120.0, 300.0)
@@ -111,9 +114,11 @@ def job_figures(
 
 
 def job_outcome(state: JobState) -> str:
-    """``cancelled``, ``finished`` (by the hard deadline) or ``deadline_missed``."""
+    """``cancelled``, ``failed``, ``finished`` (by the hard deadline) or ``deadline_missed``."""
     if state.cancelled:
         return "cancelled"
+    if state.failure is not None:
+        return "failed"
     if state.completion is not None and state.completion <= state.job.hard_deadline:
         return "finished"
     return "deadline_missed"
@@ -121,7 +126,9 @@ def job_outcome(state: JobState) -> str:
 
 def reason_kind(error: Exception) -> str:
     """The ``reason_kind`` label of a dead letter (see :data:`REASON_KINDS`)."""
-    return "invalid" if isinstance(error, EventError) else "rejected"
+    if isinstance(error, EventError):
+        return "invalid"
+    return "rejected" if isinstance(error, RejectedEvent) else "error"
 
 
 def epoch_lag(watermark: float, boundary: float) -> float:
@@ -201,6 +208,10 @@ class PipelineMetrics:
         self.dead_letters = counter(
             "spotsched_dead_letters", "Messages dead-lettered, by source topic and kind",
             ("topic", "reason_kind"))
+        self.stage_errors = counter(
+            "spotsched_stage_errors",
+            "Exceptions a stage raised or caught on its own (the message was dead-lettered or "
+            "the part restarted), by stage and exception type", ("stage", "error_type"))
         self.decisions_emitted = counter(
             "spotsched_decisions_emitted", "Provisioning decisions published")
         self.solve_seconds = Histogram(
@@ -240,6 +251,9 @@ class PipelineMetrics:
 
     def dead_lettered(self, topic: str, error: Exception) -> None:
         self.dead_letters.labels(topic, reason_kind(error)).inc()
+
+    def stage_failed(self, stage: str, error: Exception) -> None:
+        self.stage_errors.labels(stage, type(error).__name__).inc()
 
     def accepted(self, event: object) -> None:
         """An input event a stage took: market ticks and boundaries advance the watermark."""
@@ -297,3 +311,17 @@ class PipelineMetrics:
     def _update_lag(self) -> None:
         if self._last_boundary is not None:
             self.epoch_lag.set(epoch_lag(self._watermark, self._last_boundary))
+
+
+def serve_metrics(settings: Settings, registry: CollectorRegistry) -> None:
+    """Serve ``registry`` at /metrics on ``metrics_host:metrics_port`` (loopback unless set
+    otherwise), unless the port is 0; an address that cannot be bound is named."""
+    if not settings.metrics_port:
+        return
+    try:
+        start_http_server(settings.metrics_port, addr=settings.metrics_host, registry=registry)
+    except OSError as exc:
+        raise OSError(
+            f"metrics_host:metrics_port (SPOTSCHED_METRICS_HOST, SPOTSCHED_METRICS_PORT) = "
+            f"{settings.metrics_host}:{settings.metrics_port}: cannot serve /metrics there "
+            f"({exc.strerror or exc})") from None

@@ -75,7 +75,7 @@ async def test_retries_then_dead_letters_keep_the_stream_flowing(kafka_settings,
         broken.idempotency_key: [PermanentError("market='x': expected an aws market")],
         hopeless.idempotency_key: [TransientError("endpoint down")] * 3,
     })
-    tick = PriceTick(event_time=0, market=MARKET, spot_price=1.0)
+    tick = PriceTick(event_time=1.7e9, market=MARKET, spot_price=1.0)
     messages = [flaky, broken, hopeless, b"{not json", tick, DECISIONS[3]]
     await publish(kafka_settings, kafka_settings.topics.decisions, messages)
     registry = await run_until_handled(kafka_settings, connector, len(messages), tmp_path)

@@ -74,6 +74,10 @@ class PartitionStages:
         """The stage of a partition already taken over with :meth:`driver`."""
         return self._drivers[partition].stage
 
+    def stages(self) -> list[Any]:
+        """The stages of every partition taken over so far."""
+        return [driver.stage for driver in self._drivers.values()]
+
     async def _rebuild(self, partition: int, until: int) -> Driver:
         """A driver whose stage has seen offsets ``0 .. until - 1``: they are processed as when
         first seen (rejected ones included) and their outputs discarded."""
@@ -230,10 +234,12 @@ def create_app(settings: Settings, registry: CollectorRegistry | None = None) ->
                     if made:
                         try:
                             metrics.scheduled(
-                                schedulers.current(event.message.partition).engine, made)
+                                schedulers.current(event.message.partition).engine, made,
+                                time.time())
                         except Exception as exc:  # figures are not worth stopping for
                             metrics.stage_failed("metrics", exc)
                             log.error("job metrics: %s: %s", type(exc).__name__, exc)
+                metrics.jobs_to_decide.set(sum(s.jobs_to_decide for s in schedulers.stages()))
                 await asyncio.gather(*deliveries)
 
     return app

@@ -61,14 +61,10 @@ def _fail(error: Exception, code: int = 2) -> NoReturn:
 
 
 def _broker_client(level: str = "WARNING") -> None:
-    """Logging of a command that talks to Kafka: rate-limited, and the Kafka client's own
-    records only when they are critical (broker trouble is reported by the command)."""
-    import logging
-
+    """Logging of a command that talks to Kafka: to stderr, repeats rate-limited."""
     from streams.logs import configure_logging
 
     configure_logging(level)
-    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
 
 
 def _publish_replay(
@@ -444,9 +440,8 @@ def connector(
 
     from connectors.worker import ConnectorWorker, WorkerOptions, parse_image_ids
     from streams.kafka_connect import BrokerError
-    from streams.logs import configure_logging
 
-    configure_logging(log_level)
+    _broker_client(log_level)
     logging.getLogger("aiokafka").setLevel(max(logging.WARNING, logging.root.level))
     settings = _settings(bootstrap_servers=bootstrap_servers, data_dir=data_dir,
                          metrics_port=metrics_port, metrics_host=metrics_host,

@@ -62,8 +62,8 @@ MAX_EVENT_BYTES = 1 << 20
 """Longest message accepted, in bytes (Kafka's default largest message)."""
 MAX_NESTING = 4
 """Deepest nesting of arrays and objects in a message (events are flat: 2 at most)."""
-MAX_PRICE = 10_000.0
-"""Highest spot or on-demand price, USD per instance-hour."""
+MIN_PRICE, MAX_PRICE = 1e-6, 10_000.0
+"""Lowest and highest spot or on-demand price of a tick, USD per instance-hour."""
 MAX_INSTANCES = 10_000
 """Most instances one job may run (``n_max``, a decision's spot and on-demand counts)."""
 MAX_AVAILABLE = 1_000_000
@@ -161,8 +161,11 @@ UtcTime = Annotated[
     WithJsonSchema(
         {
             "anyOf": [
-                {"type": "string", "format": "date-time"},
-                {"type": "number", "description": "Unix seconds"},
+                {"type": "string", "format": "date-time",
+                 "description": f"ISO-8601 with an offset, "
+                 f"{_RANGE_EXPECTED.removeprefix('a time ')}"},
+                {"type": "number", "description": "Unix seconds",
+                 "minimum": EARLIEST_TIME.timestamp(), "maximum": LATEST_TIME.timestamp()},
             ],
             "description": f"UTC time: ISO-8601 with an offset, or Unix seconds; "
             f"{_RANGE_EXPECTED.removeprefix('a time ')}",
@@ -183,7 +186,7 @@ JobId = Annotated[str, Field(min_length=1, max_length=256, description="Job iden
 Text = Annotated[str, Field(max_length=500)]
 Name = Annotated[str, Field(min_length=1, max_length=256)]
 Price = Annotated[StrictFloat, Field(ge=0, le=MAX_PRICE)]
-PositivePrice = Annotated[StrictFloat, Field(gt=0, le=MAX_PRICE)]
+TickPrice = Annotated[StrictFloat, Field(ge=MIN_PRICE, le=MAX_PRICE)]
 Work = Annotated[StrictFloat, Field(ge=0, le=MAX_WORKLOAD)]
 PositiveWork = Annotated[StrictFloat, Field(gt=0, le=MAX_WORKLOAD)]
 Usd = Annotated[StrictFloat, Field(ge=-MAX_USD, le=MAX_USD)]
@@ -253,8 +256,8 @@ class PriceTick(Envelope):
 
     type: Literal["price_tick"] = "price_tick"
     market: MarketKey
-    spot_price: Price = Field(description="USD per instance-hour")
-    on_demand_price: PositivePrice | None = Field(None, description="USD per instance-hour")
+    spot_price: TickPrice = Field(description="USD per instance-hour")
+    on_demand_price: TickPrice | None = Field(None, description="USD per instance-hour")
 
 
 AvailabilityReason = Literal["obtained", "refused", "preempted", "probe"]

@@ -4,17 +4,19 @@
 unreachable it retries with exponential backoff for up to ``broker_timeout_seconds``, logging one
 line per attempt (rate-limited by :mod:`streams.logs`); a setting the broker refuses — the
 credentials, the TLS trust, a TLS listener spoken to in plaintext or the reverse — fails at
-once. Either way the :class:`BrokerError` names the setting and what failed, never a secret.
+once. Either way the :class:`BrokerError` names the setting and what failed, never a secret;
+the Kafka client's own records are held back while it starts.
 :func:`retrying` does the same for one call on a started client (e.g. a commit).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -54,7 +56,8 @@ async def start_client(make: Callable[[], Any], settings: Settings, what: str) -
     async def start() -> Any:
         client = make()
         try:
-            await client.start()
+            with _quiet_kafka_client():
+                await client.start()
         except BaseException:
             await _close(client)
             raise
@@ -151,6 +154,19 @@ async def _speaks_tls(host: str, port: int) -> bool:
         return False
     writer.close()
     return True
+
+
+@contextlib.contextmanager
+def _quiet_kafka_client() -> Iterator[None]:
+    """Hold back the Kafka client's own records while a client starts: a failed start is
+    reported once, by :func:`retrying`."""
+    logger = logging.getLogger("aiokafka")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 async def _close(client: Any) -> None:

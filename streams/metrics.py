@@ -186,6 +186,9 @@ class PipelineMetrics:
             "Unix time the job finishes at the current allocation", job)
         self.job_cost = gauge("spotsched_job_cost_usd", "USD the job has paid so far", job)
         self.jobs_active = gauge("spotsched_jobs_active", "Active jobs this worker schedules")
+        self.jobs_to_decide = gauge(
+            "spotsched_jobs_to_decide",
+            "Jobs the schedulers of this worker must decide at their current epoch")
         self.jobs_ended = counter(
             "spotsched_jobs_ended", "Jobs that left the scheduler, by outcome", ("outcome",))
 
@@ -220,6 +223,9 @@ class PipelineMetrics:
         self.epoch_lag = gauge(
             "spotsched_epoch_lag_seconds",
             "Event time between the newest market event and the last closed epoch")
+        self.last_decision = gauge(
+            "spotsched_last_decision_timestamp_seconds",
+            "Unix time this worker last published a decision (its start until then)")
         self.last_epoch_closed = gauge(
             "spotsched_last_epoch_closed_timestamp_seconds",
             "Unix time this worker last closed an epoch (its start until then)")
@@ -237,6 +243,7 @@ class PipelineMetrics:
             self.jobs_ended.labels(outcome)
         self.epoch_lag.set(math.nan)
         self.last_epoch_closed.set(started)
+        self.last_decision.set(started)
         self.slot.set(slot_seconds)
         self._jobs: set[str] = set()
         self._watermark = -math.inf
@@ -277,10 +284,11 @@ class PipelineMetrics:
         self.last_epoch_closed.set(now)
         self._update_lag()
 
-    def scheduled(self, engine: Engine, decisions: Sequence[ProvisioningDecision]) -> None:
-        """Decisions of one epoch from ``engine``'s partition: refresh each active job's
-        series; a job released because it finished, was cancelled or ran out of time is
-        counted by outcome and its series removed."""
+    def scheduled(self, engine: Engine, decisions: Sequence[ProvisioningDecision],
+                  now: float) -> None:
+        """Decisions of one epoch from ``engine``'s partition, published at Unix time ``now``:
+        refresh each active job's series; a job released because it finished, was cancelled,
+        failed or ran out of time is counted by outcome and its series removed."""
         for decision in decisions:
             self.decisions_emitted.inc()
             state = engine.job_state(decision.job_id)
@@ -299,6 +307,7 @@ class PipelineMetrics:
             self.job_cost.labels(job_id).set(figures.cost_usd)
             self._jobs.add(job_id)
         self.jobs_active.set(len(self._jobs))
+        self.last_decision.set(now)
 
     def _job_ended(self, job_id: str, outcome: str) -> None:
         self.jobs_ended.labels(outcome).inc()

@@ -39,6 +39,7 @@ from streams.stage import (
     Message,
     RejectedEvent,
     StageOutput,
+    epoch_index,
     first_boundary,
     rejection,
     utc,
@@ -77,6 +78,11 @@ class PartitionScheduler:
         self._waiting: list[tuple[float, int, JobEvent, Message | None]] = []
         self._arrivals = itertools.count()
         self._active: dict[str, Allocation] = {}
+
+    @property
+    def jobs_to_decide(self) -> int:
+        """Jobs the engine must decide at its current epoch."""
+        return 0 if self.engine is None else len(self.engine.active())
 
     def handle(self, event: JobEvent | EpochClosed,
                message: Message | None = None) -> list[StageOutput]:
@@ -143,6 +149,10 @@ class PartitionScheduler:
         assert engine is not None
         try:
             if isinstance(event, JobSubmitted):
+                if event.hard_deadline.timestamp() <= engine.slot_start:
+                    raise RejectedEvent(
+                        f"hard_deadline={event.hard_deadline.isoformat()}: expected a time "
+                        f"after {utc(engine.slot_start).isoformat()}, the first epoch")
                 engine.add_job(event.to_job())
             elif isinstance(event, JobCancelled):
                 engine.cancel_job(event.job_id)
@@ -172,9 +182,14 @@ class PartitionScheduler:
                 f"markets={list(event.markets)}: expected the catalogue "
                 f"{[m.key for m in self.catalogue]}"
             )
+        boundary = event.event_time.timestamp()
+        if (not math.isclose(event.slot_seconds, self.slot_seconds)
+                or event.epoch != epoch_index(boundary, self.slot_seconds)):
+            raise RejectedEvent(
+                f"epoch={event.epoch} slot_seconds={event.slot_seconds:g}: expected the epoch "
+                f"of {event.event_time.isoformat()} in slots of {self.slot_seconds:g} s")
         if self.last_epoch is not None and event.epoch <= self.last_epoch:
             return []  # a re-delivery
-        boundary = event.event_time.timestamp()
         engine = self.engine
         if engine is None:
             engine = self.engine = Engine(self.catalogue, boundary, self.slot_seconds,

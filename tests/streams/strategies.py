@@ -14,6 +14,7 @@ from streams.events import (
     MAX_OVERHEAD_SECONDS,
     MAX_PRICE,
     MAX_SLOT_SECONDS,
+    MIN_PRICE,
     MIN_SLOT_SECONDS,
     AvailabilityTick,
     DeadLetter,
@@ -42,7 +43,7 @@ texts = st.text(max_size=60)
 amounts = st.floats(min_value=0, max_value=1e6)
 positives = st.floats(min_value=1e-6, max_value=1e6)
 prices = st.floats(min_value=0, max_value=MAX_PRICE)
-positive_prices = st.floats(min_value=1e-6, max_value=MAX_PRICE)
+tick_prices = st.floats(min_value=MIN_PRICE, max_value=MAX_PRICE)
 slot_lengths = st.floats(min_value=MIN_SLOT_SECONDS, max_value=MAX_SLOT_SECONDS)
 counts = st.integers(min_value=0, max_value=10_000)
 instances = st.integers(min_value=0, max_value=MAX_INSTANCES)
@@ -80,8 +81,8 @@ price_ticks = st.builds(
     PriceTick,
     event_time=times,
     market=market_keys,
-    spot_price=prices,
-    on_demand_price=st.none() | positive_prices,
+    spot_price=tick_prices,
+    on_demand_price=st.none() | tick_prices,
 )
 availability_ticks = st.builds(
     AvailabilityTick,

@@ -126,11 +126,10 @@ async def _probe(settings: Settings, server: str) -> Problem:
             f"ssl_cafile ({env_name('ssl_cafile')}) = {str(settings.ssl_cafile)!r}: the "
             f"certificate of {server} is not trusted ({exc.verify_message})", permanent=True)
     except ssl.SSLError as exc:
-        return Problem(
-            f"security_protocol ({env_name('security_protocol')}) = {protocol}: the TLS "
-            f"handshake with {server} failed ({exc.reason or exc}); expected a TLS listener, "
-            "or PLAINTEXT / SASL_PLAINTEXT for a plaintext one", permanent=True)
+        return _not_tls(settings, server, exc.reason or str(exc))
     except (OSError, TimeoutError) as exc:
+        if protocol.endswith("SSL") and await _accepts_tcp(host, int(port)):
+            return _not_tls(settings, server, f"the connection was dropped: {_reason(exc)}")
         return Problem(f"{where}: cannot connect ({_reason(exc)})", permanent=False)
     except KafkaError as exc:
         if not protocol.endswith("SSL") and await _speaks_tls(host, int(port)):
@@ -140,6 +139,23 @@ async def _probe(settings: Settings, server: str) -> Problem:
         return Problem(f"{where}: {_first_line(exc)}", permanent=False)
     conn.close()
     return Problem("", permanent=False)
+
+
+def _not_tls(settings: Settings, server: str, why: str) -> Problem:
+    return Problem(
+        f"security_protocol ({env_name('security_protocol')}) = {settings.security_protocol}: "
+        f"the TLS handshake with {server} failed ({why}); expected a TLS listener, or "
+        "PLAINTEXT / SASL_PLAINTEXT for a plaintext one", permanent=True)
+
+
+async def _accepts_tcp(host: str, port: int) -> bool:
+    """Whether ``host:port`` accepts a TCP connection (the broker is up)."""
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), PROBE_SECONDS)
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    return True
 
 
 async def _speaks_tls(host: str, port: int) -> bool:

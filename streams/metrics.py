@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
@@ -322,13 +323,16 @@ class PipelineMetrics:
             self.epoch_lag.set(epoch_lag(self._watermark, self._last_boundary))
 
 
-def serve_metrics(settings: Settings, registry: CollectorRegistry) -> None:
+def serve_metrics(settings: Settings, registry: CollectorRegistry) -> Any:
     """Serve ``registry`` at /metrics on ``metrics_host:metrics_port`` (loopback unless set
-    otherwise), unless the port is 0; an address that cannot be bound is named."""
+    otherwise) and return the server, unless the port is 0; an address that cannot be bound
+    is named."""
     if not settings.metrics_port:
-        return
+        return None
     try:
-        start_http_server(settings.metrics_port, addr=settings.metrics_host, registry=registry)
+        server, _ = start_http_server(settings.metrics_port, addr=settings.metrics_host,
+                                      registry=registry)
+        return server
     except OSError as exc:
         raise OSError(
             f"metrics_host:metrics_port (SPOTSCHED_METRICS_HOST, SPOTSCHED_METRICS_PORT) = "

@@ -181,7 +181,7 @@ def poison(data) -> st.SearchStrategy[tuple[str, bytes, bytes]]:
     )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.data_too_large])
 @given(st.data())
 def test_poison_is_dead_lettered_and_the_decisions_stay_exactly_the_same(draw):

@@ -6,7 +6,8 @@ For each message of the decisions topic, in partition order:
 2. skip it if its idempotency key is in the :class:`~connectors.store.AppliedKeys` record;
 3. apply it, retrying :class:`~connectors.base.TransientError` with exponential backoff up
    to ``max_attempts`` and dead-lettering a :class:`~connectors.base.PermanentError`, a
-   transient one that outlived its retries, or any other exception the connector raised;
+   transient one that outlived its retries, or any other exception the connector raised but
+   a :class:`~connectors.base.FatalError`, which stops the worker;
 4. publish the observations the connector reported (acknowledged by every replica);
 5. record the key durably, then commit the offset.
 
@@ -28,7 +29,14 @@ from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
 
-from connectors.base import Applied, Connector, Observation, PermanentError, TransientError
+from connectors.base import (
+    Applied,
+    Connector,
+    FatalError,
+    Observation,
+    PermanentError,
+    TransientError,
+)
 from connectors.metrics import ConnectorMetrics, FailureKind
 from connectors.store import AppliedKeys
 from streams.events import (
@@ -156,7 +164,7 @@ class ConnectorRuntime:
         except PermanentError as exc:
             await self._dead_letter(message, exc, "permanent")
             return
-        except _Stopped:
+        except (_Stopped, FatalError):
             raise
         except Exception as exc:  # a connector bug: this decision is set aside, not the stream
             log.error("connector %s raised %s on %s: %s", self.connector.name,

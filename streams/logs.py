@@ -9,6 +9,7 @@ Records below WARNING pass untouched.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,24 +34,26 @@ class RateLimit(logging.Filter):
         self.interval = interval
         self.clock = clock
         self._windows: dict[tuple[str, int, str], _Window] = {}
+        self._lock = threading.Lock()
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.WARNING:
             return True
         key = (record.name, record.levelno, str(record.msg))
-        now = self.clock()
-        window = self._windows.get(key)
-        if window is not None and now - window.started < self.interval:
-            window.held += 1
-            return False
-        if window is not None and window.held:
-            record.msg = (f"{record.getMessage()} [{window.held} more like this in the last "
-                          f"{now - window.started:.0f} s]")
-            record.args = None
-        self._windows.pop(key, None)
-        self._windows[key] = _Window(now)
-        if len(self._windows) > MAX_KINDS:
-            del self._windows[next(iter(self._windows))]
+        with self._lock:  # the Kafka clients log from threads of their own too
+            now = self.clock()
+            window = self._windows.get(key)
+            if window is not None and now - window.started < self.interval:
+                window.held += 1
+                return False
+            if window is not None and window.held:
+                record.msg = (f"{record.getMessage()} [{window.held} more like this in the "
+                              f"last {now - window.started:.0f} s]")
+                record.args = ()  # already formatted (an empty tuple, as formatters expect)
+            self._windows.pop(key, None)
+            self._windows[key] = _Window(now)
+            if len(self._windows) > MAX_KINDS:
+                del self._windows[next(iter(self._windows))]
         return True
 
 

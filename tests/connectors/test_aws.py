@@ -19,7 +19,7 @@ from connectors.aws import (
     AwsOptions,
     client_token,
 )
-from connectors.base import PermanentError, TransientError
+from connectors.base import FatalError, PermanentError, TransientError
 from streams.events import AvailabilityTick
 from tests.connectors.helpers import MARKET, OTHER_MARKET, decision
 
@@ -152,7 +152,7 @@ async def test_ec2_errors_are_sorted_into_transient_and_permanent(
 
 
 async def test_credential_errors_stop_the_worker_instead_of_dead_lettering(moto_endpoint):
-    with pytest.raises(ClientError, match="AuthFailure"):
+    with pytest.raises(FatalError, match="AuthFailure"):
         await refusing(moto_endpoint, "AuthFailure", ("on-demand",)).apply(
             decision("job-1", on_demand=1))
 

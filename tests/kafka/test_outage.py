@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -83,12 +85,16 @@ def test_a_replay_rides_out_a_broker_outage(outage, tmp_path):
              outage.bootstrap, "--speed", "8640"],
             env=pipeline.env(), cwd=tmp_path, stdout=log.open("wb"), stderr=subprocess.STDOUT)
         _wait(lambda: len(pipeline.decisions()) >= 10, 120, "decisions before the outage")
+        worker_log = tmp_path / "worker-0.log"
+        lines = worker_log.read_text(errors="replace").count("\n")
         outage.crash()
         started = time.monotonic()
         time.sleep(OUTAGE_SECONDS)
         assert publisher.poll() is None, log.read_text()[-3000:]
+        during = worker_log.read_text(errors="replace").splitlines()[lines:]
         outage.restart()
-        print(f"broker down for {time.monotonic() - started:.0f} s")
+        print(f"broker down for {time.monotonic() - started:.0f} s; the worker logged "
+              f"{len(during)} lines meanwhile")
         assert publisher.wait(timeout=300) == 0, log.read_text()[-3000:]
         rows = pipeline.wait_for_rows(expected, timeout=300)
     finally:
@@ -97,6 +103,9 @@ def test_a_replay_rides_out_a_broker_outage(outage, tmp_path):
     assert pipeline.dead_letters() == []
     text = log.read_text()
     assert "waiting for the broker" in text and text.count("\n") < 40, text[-3000:]
+    assert not any("Logging error" in line or "Traceback" in line for line in during), during
+    repeats = Counter(re.sub(r"\d+", "", line) for line in during)
+    assert max(repeats.values()) <= 6, repeats.most_common(3)  # one per kind per 30 s
 
 
 class Gated(MemoryConnector):

@@ -99,13 +99,13 @@ class PartitionScheduler:
             raise RejectedEvent(
                 f"{event.type} at {event.event_time.isoformat()}: {MAX_WAITING_EVENTS:,} job "
                 "events already wait for their epoch; expected epochs to keep up")
-        if isinstance(event, JobSubmitted):
-            self._known[event.job_id] = event
-            self._submissions[event.job_id] = message
         if waits:
             heapq.heappush(self._waiting, (time, next(self._arrivals), event, message))
         else:
             self._apply(event)
+        if isinstance(event, JobSubmitted):
+            self._known[event.job_id] = event
+            self._submissions[event.job_id] = message
         return []
 
     def _check(self, event: JobEvent) -> None:
@@ -174,6 +174,8 @@ class PartitionScheduler:
                 self._apply(event)
             except Exception as exc:
                 out += rejection(message, exc)
+                if isinstance(event, JobSubmitted):  # never admitted: may come again
+                    del self._known[event.job_id], self._submissions[event.job_id]
         return out
 
     def _epoch(self, event: EpochClosed) -> list[StageOutput]:

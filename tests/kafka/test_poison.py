@@ -27,7 +27,7 @@ RSS_LIMIT_BYTES = 1.5 * 2**30
 
 
 def poison(market: str, start: float) -> list[tuple[str, str, bytes]]:
-    """(topic, key, bytes): what issue-prone producers send, keyed like real messages."""
+    """(topic, key, bytes): what faulty producers send, keyed like real messages."""
     def tick(**fields) -> bytes:
         return json.dumps({"type": "price_tick", "market": market, "event_time": start,
                            "spot_price": 1.0, **fields}).encode()

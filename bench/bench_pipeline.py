@@ -37,7 +37,8 @@ from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
 from streams.events import EpochClosed, dump_event, parse_event
 from streams.kafka_io import publish_replay
-from streams.replay_events import run_in_memory, trace_events
+from streams.memory_pipeline import MemoryPipeline
+from streams.replay_events import trace_events
 from streams.settings import Settings, Topics, write_catalogue
 
 REPO = Path(__file__).resolve().parents[1]
@@ -100,10 +101,11 @@ def throughput(bootstrap: str, workdir: Path, days: float) -> None:
     ticks = synthetic_ticks(SyntheticMarketSpec(seed=1, n_markets=4, days=days, tick_seconds=60))
     data = build_market_data(ticks, 3600)
     events = list(trace_events(ticks, []))
-    wire = [dump_event(e) for e in events]
+    wire = [(e.key.encode(), dump_event(e)) for e in events]
+    memory = MemoryPipeline(data.markets, 3600, lambda: make_policy("greedy"))
     began = time.perf_counter()
-    run_in_memory((parse_event(raw) for raw in wire), data.markets, 3600,
-                  lambda: make_policy("greedy"))
+    for key, raw in wire:
+        memory.send(memory.topics.market_ticks, raw, key)
     in_memory = len(events) / (time.perf_counter() - began)
     settings = settings_for(bootstrap, workdir, write_catalogue(list(data.markets)))
     from streams.topics import ensure_topics

@@ -39,7 +39,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from connectors.base import Applied, Observation, PermanentError, TransientError
+from connectors.base import Applied, FatalError, Observation, PermanentError, TransientError
 from streams.events import AvailabilityTick, ProvisioningDecision
 from streams.pipeline import utc
 
@@ -312,13 +312,16 @@ def _code(exc: ClientError) -> str:
 
 
 def _classified(exc: Exception, action: str) -> Exception | None:
-    """The runtime's view of an EC2 failure: transient, permanent, or ``None`` for fatal."""
+    """The runtime's view of an EC2 failure: transient, permanent or fatal (``None``: not
+    an EC2 failure)."""
     if isinstance(exc, NETWORK_ERRORS):
         return TransientError(f"EC2 {action}: {exc}")
-    if not isinstance(exc, ClientError) or _code(exc) in FATAL_ERRORS:
+    if not isinstance(exc, ClientError):
         return None
     code = _code(exc)
     message = f"EC2 {action} failed with {code}: {exc.response.get('Error', {}).get('Message')}"
+    if code in FATAL_ERRORS:
+        return FatalError(message)
     if code in TRANSIENT_ERRORS or code in CAPACITY_ERRORS:
         return TransientError(message)
     return PermanentError(message)

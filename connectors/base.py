@@ -5,10 +5,12 @@ on-demand instances of the market's instance type in that market, and nothing el
 connector makes it so (or records it, or simulates it) and answers an :class:`Applied`. It
 must be idempotent: applying the same decision again changes nothing further.
 
-Errors are sorted into two kinds the runtime acts on: :class:`TransientError` (retried with
-backoff, e.g. throttling or a lost connection) and :class:`PermanentError` (dead-lettered at
-once, e.g. a market the connector cannot serve). Any other exception stops the worker
-without committing, so the decision is applied again after a restart.
+Errors are sorted into the kinds the runtime acts on: :class:`TransientError` (retried with
+backoff, e.g. throttling or a lost connection), :class:`PermanentError` (dead-lettered at
+once, e.g. a market the connector cannot serve) and :class:`FatalError` (no decision can get
+past it, e.g. rejected credentials: the worker stops without committing, so the decision is
+applied again after a restart). Any other exception is a fault with this one decision: it is
+dead-lettered and the worker goes on.
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ class TransientError(Exception):
 
 class PermanentError(Exception):
     """A failure that retrying cannot fix: the runtime dead-letters the decision."""
+
+
+class FatalError(Exception):
+    """A failure no decision can get past (credentials, the account): the worker stops."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from aiokafka import AIOKafkaConsumer
 from connectors.base import TransientError
 from solver.job import Job
 from streams.events import EventError, JobSubmitted, parse_event
+from streams.kafka_connect import start_client
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -47,10 +48,12 @@ class JobEventsReader:
         return self._jobs[job_id]
 
     async def _read(self) -> None:
-        consumer = AIOKafkaConsumer(self.settings.topics.job_events,
-                                    **self.settings.kafka_options(), group_id=None,
-                                    enable_auto_commit=False, auto_offset_reset="earliest")
-        await consumer.start()
+        settings = self.settings
+        consumer = await start_client(
+            lambda: AIOKafkaConsumer(settings.topics.job_events, **settings.kafka_options(),
+                                     group_id=None, enable_auto_commit=False,
+                                     auto_offset_reset="earliest"),
+            settings, f"reading {settings.topics.job_events}")
         try:
             async for message in consumer:
                 try:

@@ -6,11 +6,11 @@ from typing import Literal
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-FailureKind = Literal["invalid", "permanent", "exhausted"]
-"""Why a decision was dead-lettered: not a decision at all, a permanent error, or a
-transient error that outlived its retries."""
+FailureKind = Literal["invalid", "permanent", "exhausted", "error"]
+"""Why a decision was dead-lettered: not a decision at all, a permanent error, a transient
+error that outlived its retries, or an exception the connector raised unexpectedly."""
 
-FAILURE_KINDS: tuple[FailureKind, ...] = ("invalid", "permanent", "exhausted")
+FAILURE_KINDS: tuple[FailureKind, ...] = ("invalid", "permanent", "exhausted", "error")
 
 
 class ConnectorMetrics:

@@ -5,14 +5,17 @@ For each message of the decisions topic, in partition order:
 1. decode it; a message that is not a provisioning decision is dead-lettered;
 2. skip it if its idempotency key is in the :class:`~connectors.store.AppliedKeys` record;
 3. apply it, retrying :class:`~connectors.base.TransientError` with exponential backoff up
-   to ``max_attempts`` and dead-lettering a :class:`~connectors.base.PermanentError` (or a
-   transient one that outlived its retries);
+   to ``max_attempts`` and dead-lettering a :class:`~connectors.base.PermanentError`, a
+   transient one that outlived its retries, or any other exception the connector raised but
+   a :class:`~connectors.base.FatalError`, which stops the worker;
 4. publish the observations the connector reported (acknowledged by every replica);
 5. record the key durably, then commit the offset.
 
 A crash before 5 applies the decision again after the restart (connectors are idempotent);
-a crash between recording and committing skips it. Any other exception stops the worker
-without committing. ``stop`` lets the decision in hand finish, commits it and returns.
+a crash between recording and committing skips it. A broker outage is waited out for up to
+``broker_timeout_seconds`` (publishing keeps its messages, a commit is retried); past that,
+or when the record cannot be written, the worker stops without committing. ``stop`` lets the
+decision in hand finish, commits it and returns.
 """
 
 from __future__ import annotations
@@ -26,7 +29,14 @@ from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
 
-from connectors.base import Applied, Connector, Observation, PermanentError, TransientError
+from connectors.base import (
+    Applied,
+    Connector,
+    FatalError,
+    Observation,
+    PermanentError,
+    TransientError,
+)
 from connectors.metrics import ConnectorMetrics, FailureKind
 from connectors.store import AppliedKeys
 from streams.events import (
@@ -37,6 +47,8 @@ from streams.events import (
     dump_event,
     parse_event,
 )
+from streams.kafka_connect import retrying, start_client
+from streams.kafka_io import delivered, open_producer
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -91,15 +103,17 @@ class ConnectorRuntime:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Consume until ``stop`` is set; the decision in hand is finished and committed."""
-        topic = self.settings.topics.decisions
-        kafka = self.settings.kafka_options()
-        consumer = AIOKafkaConsumer(topic, **kafka, group_id=self.options.group_id,
-                                    enable_auto_commit=False, auto_offset_reset="earliest")
-        producer = AIOKafkaProducer(**kafka, acks="all", enable_idempotence=True)
-        await producer.start()
+        settings = self.settings
+        topic = settings.topics.decisions
+        what = f"connector {self.connector.name}"
+        producer = await open_producer(settings, what)
         self._producer = producer
         try:
-            await consumer.start()
+            consumer = await start_client(
+                lambda: AIOKafkaConsumer(topic, **settings.kafka_options(),
+                                         group_id=self.options.group_id,
+                                         enable_auto_commit=False, auto_offset_reset="earliest"),
+                settings, f"{what} consuming {topic}")
             try:
                 await self._consume(consumer, stop)
             finally:
@@ -121,7 +135,9 @@ class ConnectorRuntime:
                         await self._handle(message, stop)
                     except _Stopped:
                         return
-                    await consumer.commit({partition: message.offset + 1})
+                    await retrying(
+                        lambda p=partition, m=message: consumer.commit({p: m.offset + 1}),
+                        self.settings, f"connector {self.connector.name} committing")
 
     async def _handle(self, message: ConsumerRecord, stop: asyncio.Event) -> None:
         """Apply, skip or dead-letter one message."""
@@ -132,7 +148,7 @@ class ConnectorRuntime:
                     f"type={decision.type!r}: expected 'provisioning_decision' on "
                     f"{message.topic}"
                 )
-        except EventError as exc:
+        except Exception as exc:
             await self._dead_letter(message, exc, "invalid")
             return
         key = decision.idempotency_key
@@ -147,6 +163,13 @@ class ConnectorRuntime:
             return
         except PermanentError as exc:
             await self._dead_letter(message, exc, "permanent")
+            return
+        except (_Stopped, FatalError):
+            raise
+        except Exception as exc:  # a connector bug: this decision is set aside, not the stream
+            log.error("connector %s raised %s on %s: %s", self.connector.name,
+                      type(exc).__name__, decision.idempotency_key, exc)
+            await self._dead_letter(message, exc, "error")
             return
         self._step("applied", decision)
         await self._publish(applied.events)
@@ -189,20 +212,20 @@ class ConnectorRuntime:
                      else topics.job_events)
             sent.append(await self._require_producer().send(
                 topic, dump_event(event), key=event.key.encode()))
-        await asyncio.gather(*sent)
+        await delivered(sent, self.settings, f"connector {self.connector.name} publishing")
 
     async def _dead_letter(self, message: ConsumerRecord, error: Exception,
                            kind: FailureKind) -> None:
         letter = DeadLetter.from_raw(
             bytes(message.value or b""), error, source_topic=message.topic,
             event_time=message.timestamp / 1000.0 if message.timestamp else time.time(),
-            partition=message.partition, offset=message.offset,
+            partition=message.partition, offset=message.offset, key=message.key,
         )
         log.warning("dead letter (%s) from %s[%d]@%d: %s", kind, message.topic,
                     message.partition, message.offset, letter.reason)
-        await self._require_producer().send_and_wait(
+        await delivered([await self._require_producer().send(
             self.settings.topics.dead_letters, dump_event(letter), key=letter.key.encode(),
-            partition=0)
+            partition=0)], self.settings, f"connector {self.connector.name} dead-lettering")
         self.metrics.failed[kind].inc()
 
     def _require_producer(self) -> AIOKafkaProducer:

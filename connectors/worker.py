@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 
 from connectors.base import Connector
 from connectors.job_events import JobEventsReader
@@ -23,6 +23,7 @@ from connectors.runtime import ConnectorRuntime, CrashHook, RuntimeOptions
 from connectors.sim import SimConnector, synthetic_cloud, trace_cloud
 from connectors.store import AppliedKeys, Journal
 from solver.synthetic import SyntheticMarketSpec
+from streams.metrics import serve_metrics
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -117,9 +118,9 @@ class ConnectorWorker:
             self.applied_keys.close()
 
     def run(self) -> None:
-        """Serve until SIGINT or SIGTERM, with /metrics on the settings' port unless 0."""
-        if self.settings.metrics_port:
-            start_http_server(self.settings.metrics_port, registry=self.registry)
+        """Serve until SIGINT or SIGTERM, with /metrics on the settings' host and port unless
+        the port is 0."""
+        serve_metrics(self.settings, self.registry)
 
         async def main() -> None:
             stop = asyncio.Event()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -37,6 +37,7 @@ class JobState:
     completion: float | None = None
     finished: bool = False
     cancelled: bool = False
+    failure: str | None = None
     preemptions: int = 0
     refusals: int = 0
     restarts: int = 0
@@ -109,7 +110,12 @@ class History:
 class Engine:
     """Job state, market history, the markets' forecasters and one policy, advanced slot by
     slot. ``models`` (default: fresh forecasters on this grid) may come already trained on
-    the slots before ``origin``."""
+    the slots before ``origin``.
+
+    A policy that raises, or answers what the model forbids (:class:`PolicyError`), stops
+    :meth:`decide`; with ``isolate_failures`` the engine fails only the jobs the policy cannot
+    decide alone and decides the others (a service must go on; a simulation should stop).
+    """
 
     def __init__(
         self,
@@ -118,9 +124,11 @@ class Engine:
         slot_seconds: float,
         policy: Policy,
         expected_slots: int = 256,
+        isolate_failures: bool = False,
         models: MarketModels | None = None,
     ) -> None:
         self.markets = tuple(markets)
+        self.isolate_failures = isolate_failures
         self.index = {m.key: i for i, m in enumerate(self.markets)}
         self.origin = float(origin)
         self.slot_seconds = float(slot_seconds)
@@ -133,6 +141,8 @@ class Engine:
         self._order: list[tuple[float, str]] = []
         self._pending: tuple[int, list[tuple[JobState, Allocation | None]]] | None = None
         self.last_observation: Observation | None = None
+        self.failures: dict[str, str] = {}
+        """Jobs the last :meth:`decide` failed (the policy failed on them alone), with why."""
 
     # -- jobs -------------------------------------------------------------------------------
 
@@ -155,6 +165,15 @@ class Engine:
         state = self._state(job_id)
         if not state.finished:
             state.finished = state.cancelled = True
+            state.held = None
+
+    def fail_job(self, job_id: str, reason: str) -> None:
+        """Give up on a job that cannot be decided: it stops from now on, keeping what it paid,
+        and ``reason`` says why."""
+        state = self._state(job_id)
+        if not state.finished:
+            state.finished = True
+            state.failure = reason
             state.held = None
 
     def finish_job(self, job_id: str, time: float) -> None:
@@ -228,44 +247,86 @@ class Engine:
         active jobs, so that learning policies see every slot); returns every active job's
         validated allocation, zero instances for the jobs the policy leaves idle.
         ``outlooks``: the markets' forecasts at this boundary (default: this engine's
-        forecasters')."""
+        forecasters'). With ``isolate_failures``, jobs the policy cannot decide are failed
+        instead and listed in :attr:`failures`."""
         if self._pending is not None:
             raise RuntimeError(f"slot {self.slot} was decided but not settled")
+        self.failures = {}
         active = self.active()
+        now = (np.array(price_now, dtype=float), np.array(availability_now, dtype=np.int64))
+        if outlooks is None:
+            price_hist, avail_hist = self.history.views()
+            outlooks = self.models.outlooks(price_hist, avail_hist, self.origin)
+        obs = self._observe(active, *now, outlooks)
+        try:
+            answer = self._ask(obs)
+        except Exception:
+            if not self.isolate_failures:
+                raise
+            answer = self._isolate(obs)
+            active = [s for s in active if not s.finished]
+            obs = self._observe(active, *now, outlooks)
+        self.last_observation = obs
+        requests: list[tuple[JobState, Allocation | None]] = []
+        decided: dict[str, Allocation] = {}
+        for state in active:
+            request = answer.get(state.job.id)
+            decided[state.job.id] = request or self._idle(state)
+            requests.append((state, request))
+        self._pending = (self.slot, requests)
+        return decided
+
+    def _observe(self, jobs: list[JobState], price_now: np.ndarray,
+                 availability_now: np.ndarray, outlooks: Outlooks) -> Observation:
         price_hist, avail_hist = self.history.views()
-        obs = Observation(
+        return Observation(
             slot=self.slot,
             time=self.slot_start,
             slot_seconds=self.slot_seconds,
             markets=self.markets,
             price_history=price_hist,
             availability_history=avail_hist,
-            price_now=np.array(price_now, dtype=float),
-            availability_now=np.array(availability_now, dtype=np.int64),
-            jobs=tuple(JobView(s.job, s.remaining, s.pending_overhead, s.held) for s in active),
-            outlooks=outlooks if outlooks is not None else self.models.outlooks(
-                price_hist, avail_hist, self.origin),
+            price_now=price_now,
+            availability_now=availability_now,
+            jobs=tuple(JobView(s.job, s.remaining, s.pending_overhead, s.held) for s in jobs),
+            outlooks=outlooks,
         )
-        self.last_observation = obs
+
+    def _ask(self, obs: Observation) -> dict[str, Allocation]:
+        """The policy's checked answer: a request for each job of ``obs`` that runs something."""
         answer: Decision = self.policy.decide(obs)
-        stray = sorted(set(answer) - {s.job.id for s in active})
+        stray = sorted(set(answer) - {view.id for view in obs.jobs})
         if stray:
             raise PolicyError(
                 f"policy {self.policy.name!r} slot {self.slot}: allocated jobs {stray} that are "
                 "not active"
             )
-        requests: list[tuple[JobState, Allocation | None]] = []
-        decided: dict[str, Allocation] = {}
-        for state in active:
-            request = answer.get(state.job.id)
-            if request is not None and request.total == 0:
-                request = None
-            if request is not None:
-                self._check_request(state.job, request)
-            decided[state.job.id] = request or self._idle(state)
-            requests.append((state, request))
-        self._pending = (self.slot, requests)
-        return decided
+        requests = {}
+        for view in obs.jobs:
+            request = answer.get(view.id)
+            if request is not None and request.total > 0:
+                self._check_request(view.job, request)
+                requests[view.id] = request
+        return requests
+
+    def _isolate(self, obs: Observation) -> dict[str, Allocation]:
+        """The policy failed on the jobs of ``obs`` together: ask it about each job alone, fail
+        the jobs it fails on (:attr:`failures`), then decide the others together again. Should
+        that fail too, each runs what it was answered alone (spot beyond capacity is refused
+        at settlement)."""
+        alone: dict[str, Allocation] = {}
+        for view in obs.jobs:
+            try:
+                alone.update(self._ask(replace(obs, jobs=(view,))))
+            except Exception as exc:
+                reason = f"policy {self.policy.name!r} failed on it: {type(exc).__name__}: {exc}"
+                self.fail_job(view.id, reason)
+                self.failures[view.id] = reason
+        rest = tuple(view for view in obs.jobs if view.id not in self.failures)
+        try:
+            return self._ask(replace(obs, jobs=rest))
+        except Exception:
+            return alone
 
     def _idle(self, state: JobState) -> Allocation:
         """Nothing to run: zero instances where the job last ran (or its first market)."""
@@ -285,7 +346,7 @@ class Engine:
         start = self.slot_start
         usage: list[SlotUsage] = []
         for state, request in requests:
-            if state.finished:  # cancelled between decision and settlement
+            if state.finished:  # cancelled or failed between decision and settlement
                 continue
             granted = _grant(state, request, capacity)
             _run_slot(state, granted, start, self.slot_seconds)

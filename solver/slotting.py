@@ -59,6 +59,12 @@ class SlotCutter:
     def last_time(self) -> float | None:
         return self._last
 
+    def boundaries_before(self, time: float) -> int:
+        """How many boundaries a tick at ``time`` would pass (and :meth:`update` return)."""
+        if self._next is None or time <= self._next:
+            return 0
+        return math.ceil((time - self._next) / self.slot_seconds)
+
     def update(
         self, time: float, price: float | None = None, available: int | None = None
     ) -> list[SlotClose]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -67,10 +67,29 @@ def _market_ticks(
 
 
 def _settings(**overrides: object) -> Settings:
-    """Settings from the environment, with the flags that were given on top."""
-    from streams.settings import Settings
+    """Settings from the environment, with the flags that were given on top; a bad one exits
+    with a one-line error."""
+    from streams.settings import load_settings
 
-    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    try:
+        return load_settings(**overrides)
+    except ValueError as exc:
+        _fail(exc)
+
+
+def _fail(error: Exception, code: int = 2) -> NoReturn:
+    """Print a one-line error and exit."""
+    from rich.markup import escape
+
+    console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code) from error
+
+
+def _broker_client(level: str = "WARNING") -> None:
+    """Logging of a command that talks to Kafka: to stderr, repeats rate-limited."""
+    from streams.logs import configure_logging
+
+    configure_logging(level)
 
 
 def _publish_replay(
@@ -81,15 +100,20 @@ def _publish_replay(
 
     from rich.progress import Progress
 
+    from streams.kafka_connect import BrokerError
     from streams.kafka_io import publish_replay
     from streams.replay_events import trace_events
 
+    _broker_client()
     settings = _settings(bootstrap_servers=broker, job_partitions=job_partitions)
     total = 2 * sum(len(t.times) for t in ticks) + len(jobs)
-    with Progress(console=console, transient=True) as bar:
-        task = bar.add_task("publishing", total=total)
-        sent = asyncio.run(publish_replay(settings, trace_events(ticks, jobs), speed,
-                                          lambda n: bar.advance(task, n)))
+    try:
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task("publishing", total=total)
+            sent = asyncio.run(publish_replay(settings, trace_events(ticks, jobs), speed,
+                                              lambda n: bar.advance(task, n)))
+    except (ValueError, BrokerError) as exc:
+        _fail(exc)
     console.print(f"published {sent} events ({len(jobs)} jobs) to {settings.bootstrap_servers}")
 
 
@@ -148,9 +172,12 @@ def replay(
             workload = load_jobs(jobs)
         else:
             workload = generate_jobs(data, n_jobs, WorkloadSpec(seed=seed))
-        if broker is not None:
-            _publish_replay(broker, ticks, workload, speed, job_partitions)
-            return
+    except ValueError as exc:
+        _fail(exc)
+    if broker is not None:
+        _publish_replay(broker, ticks, workload, speed, job_partitions)
+        return
+    try:
         with Progress(console=console, transient=True) as bar:
             groups = len({partition_for(j.id, job_partitions) for j in workload}) or 1
             task = bar.add_task("replaying", total=data.n_slots * len(policy) * groups)
@@ -234,6 +261,11 @@ def forecast_report(
 
 Broker = Annotated[str | None, typer.Option(
     "--bootstrap-servers", help="Kafka host:port[,host:port] (env SPOTSCHED_BOOTSTRAP_SERVERS).")]
+MetricsPort = Annotated[int | None, typer.Option(
+    help="Port of Prometheus /metrics; 0 = off (env SPOTSCHED_METRICS_PORT).")]
+MetricsHost = Annotated[str | None, typer.Option(
+    help="Address /metrics binds to (env SPOTSCHED_METRICS_HOST; default 127.0.0.1, "
+    "0.0.0.0 for every interface).")]
 
 
 @app.command()
@@ -267,34 +299,34 @@ def worker(
         help="Partitions of market ticks.")] = None,
     app_id: Annotated[str | None, typer.Option(help="Consumer group / app id.")] = None,
     data_dir: Annotated[Path | None, typer.Option(help="Local state directory.")] = None,
-    metrics_port: Annotated[int | None, typer.Option(
-        help="Port of Prometheus /metrics; 0 = off (env SPOTSCHED_METRICS_PORT).")] = None,
+    metrics_port: MetricsPort = None,
+    metrics_host: MetricsHost = None,
     log_level: Annotated[str, typer.Option(help="Log level.")] = "WARNING",
 ) -> None:
     """Run a scheduler worker (Faust) until SIGINT/SIGTERM; start more to scale out."""
     import asyncio
 
-    import faust
-    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client import CollectorRegistry
 
-    from streams.app import create_app
+    from streams.app import RateLimitedWorker, create_app
+    from streams.kafka_connect import BrokerError
+    from streams.metrics import serve_metrics
     from streams.topics import ensure_topics
 
+    settings = _settings(
+        bootstrap_servers=bootstrap_servers, markets_file=markets, policy=policy,
+        slot_seconds=slot_seconds, job_partitions=job_partitions,
+        market_partitions=market_partitions, app_id=app_id, data_dir=data_dir,
+        metrics_port=metrics_port, metrics_host=metrics_host)
+    _broker_client(log_level)
     try:
-        settings = _settings(
-            bootstrap_servers=bootstrap_servers, markets_file=markets, policy=policy,
-            slot_seconds=slot_seconds, job_partitions=job_partitions,
-            market_partitions=market_partitions, app_id=app_id, data_dir=data_dir,
-            metrics_port=metrics_port)
         asyncio.run(ensure_topics(settings))
         registry = CollectorRegistry()
         faust_app = create_app(settings, registry)
-        if settings.metrics_port:
-            start_http_server(settings.metrics_port, registry=registry)
-    except (ValueError, OSError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
-    faust.Worker(faust_app, loglevel=log_level, quiet=True).execute_from_commandline()
+        serve_metrics(settings, registry)
+    except (ValueError, OSError, BrokerError) as exc:
+        _fail(exc)
+    RateLimitedWorker(faust_app, loglevel=log_level, quiet=True).execute_from_commandline()
 
 
 @app.command()
@@ -308,17 +340,18 @@ def submit(
     import time
 
     from streams.events import JobSubmitted
+    from streams.kafka_connect import BrokerError
     from streams.kafka_io import publish_job_events
     from streams.traces.jobs_file import load_jobs
 
+    settings = _settings(bootstrap_servers=bootstrap_servers)
+    _broker_client()
     try:
         now = time.time()
         events = [JobSubmitted.from_job(job, min(now, job.release)) for job in load_jobs(jobs)]
-        count = asyncio.run(publish_job_events(_settings(bootstrap_servers=bootstrap_servers),
-                                               events))
-    except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+        count = asyncio.run(publish_job_events(settings, events))
+    except (ValueError, BrokerError) as exc:
+        _fail(exc)
     console.print(f"published {count} job submissions")
 
 
@@ -332,11 +365,22 @@ def cancel(
     import asyncio
     import time
 
-    from streams.events import JobCancelled
+    from pydantic import ValidationError
+
+    from streams.events import JobCancelled, describe_validation_error
+    from streams.kafka_connect import BrokerError
     from streams.kafka_io import publish_job_events
 
-    event = JobCancelled(event_time=time.time(), job_id=job_id, reason=reason)
-    asyncio.run(publish_job_events(_settings(bootstrap_servers=bootstrap_servers), [event]))
+    settings = _settings(bootstrap_servers=bootstrap_servers)
+    _broker_client()
+    try:
+        event = JobCancelled(event_time=time.time(), job_id=job_id, reason=reason)
+    except ValidationError as exc:
+        _fail(ValueError(describe_validation_error(exc)))
+    try:
+        asyncio.run(publish_job_events(settings, [event]))
+    except (ValueError, BrokerError) as exc:
+        _fail(exc)
     console.print(f"cancelled {job_id}")
 
 
@@ -354,9 +398,11 @@ def decisions(
     from rich.table import Table
 
     from streams.events import dump_event
+    from streams.kafka_connect import BrokerError
     from streams.kafka_io import read_decisions
 
     settings = _settings(bootstrap_servers=bootstrap_servers)
+    _broker_client()
 
     async def tail() -> None:
         table = Table("epoch", "slot start", "job", "market", "spot", "on-demand", "USD",
@@ -376,7 +422,10 @@ def decisions(
         if not json_lines and not follow:
             console.print(table)
 
-    asyncio.run(tail())
+    try:
+        asyncio.run(tail())
+    except (ValueError, BrokerError) as exc:
+        _fail(exc)
 
 
 @app.command()
@@ -387,8 +436,8 @@ def connector(
         help="Directory of the connector's durable records.")] = None,
     group: Annotated[str | None, typer.Option(
         help="Consumer group (default: APP_ID-connector-NAME).")] = None,
-    metrics_port: Annotated[int | None, typer.Option(
-        help="Port of Prometheus /metrics; 0 = off (env SPOTSCHED_METRICS_PORT).")] = None,
+    metrics_port: MetricsPort = None,
+    metrics_host: MetricsHost = None,
     json_lines: Annotated[bool, typer.Option(
         "--json", help="log: one JSON event per line.")] = False,
     trace: Annotated[list[Path] | None, typer.Option(
@@ -422,12 +471,14 @@ def connector(
     import logging
 
     from connectors.worker import ConnectorWorker, WorkerOptions, parse_image_ids
+    from streams.kafka_connect import BrokerError
 
-    logging.basicConfig(level=log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _broker_client(log_level)
+    logging.getLogger("aiokafka").setLevel(max(logging.WARNING, logging.root.level))
+    settings = _settings(bootstrap_servers=bootstrap_servers, data_dir=data_dir,
+                         metrics_port=metrics_port, metrics_host=metrics_host,
+                         slot_seconds=slot_seconds)
     try:
-        settings = _settings(bootstrap_servers=bootstrap_servers, data_dir=data_dir,
-                             metrics_port=metrics_port, slot_seconds=slot_seconds)
         options = WorkerOptions(
             name=name, group=group, log_json=json_lines, sim_traces=tuple(trace or ()),
             sim_on_demand_prices=_on_demand_prices(on_demand_price, prices),
@@ -437,10 +488,9 @@ def connector(
             aws_regions=tuple(region or ()), aws_endpoint_url=endpoint_url,
             aws_spot_max_price=spot_max_price, kill_after_apply=kill_after_apply)
         worker = ConnectorWorker(settings, options)
-    except (ValueError, OSError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
-    worker.run()
+        worker.run()
+    except (ValueError, OSError, BrokerError) as exc:
+        _fail(exc)
 
 
 feed = typer.Typer(help="Live market feeds: publish a cloud's spot prices as market ticks.",

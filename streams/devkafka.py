@@ -2,7 +2,9 @@
 
 The broker's jars come from Maven Central through ``deploy/kafka/pom.xml`` and are cached
 once per version; each broker then runs from its own data directory with its own ports.
-Topic auto-creation is left at Kafka's default (enabled), as in a stock broker.
+Topic auto-creation is left at Kafka's default (enabled), as in a stock broker. Given a
+:class:`SaslSsl`, the client listener requires SASL/PLAIN over TLS (the broker talks to itself
+the same way); the controller listener stays plaintext on loopback.
 
     python -m streams.devkafka --port 9092      # run until Ctrl-C
     python -m streams.devkafka --fetch-only     # only fetch the jars
@@ -18,13 +20,16 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
@@ -87,6 +92,60 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def port_is_free(port: int) -> bool:
+    """Whether a server could listen on loopback ``port`` now. Like the broker, the check sets
+    SO_REUSEADDR, so a port whose last server crashed (connections in TIME-WAIT) is free."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class SaslSsl:
+    """A client listener that requires SASL/PLAIN over TLS.
+
+    ``keystore`` (PKCS12) holds the broker's key and a certificate for 127.0.0.1 signed by the
+    CA of ``ca_file`` (PEM, what clients trust); ``truststore`` (PKCS12) holds that CA for the
+    broker's own connections. ``users`` maps user names to passwords; the first is the
+    broker's own.
+    """
+
+    keystore: Path
+    truststore: Path
+    store_password: str
+    ca_file: Path
+    users: Mapping[str, str]
+
+    def client_options(self, user: str) -> dict[str, Any]:
+        """aiokafka options of a client logging in as ``user``."""
+        return {"security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN",
+                "sasl_plain_username": user, "sasl_plain_password": self.users[user],
+                "ssl_context": ssl.create_default_context(cafile=str(self.ca_file))}
+
+    def broker_config(self) -> dict[str, str]:
+        """``server.properties`` entries of the listener named SASL_SSL."""
+        (admin, password), *_ = self.users.items()
+        accounts = " ".join(f'user_{name}="{secret}"' for name, secret in self.users.items())
+        jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'username="{admin}" password="{password}" {accounts};')
+        return {
+            "sasl.enabled.mechanisms": "PLAIN",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas,
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(self.keystore),
+            "ssl.keystore.password": self.store_password,
+            "ssl.key.password": self.store_password,
+            "ssl.truststore.type": "PKCS12",
+            "ssl.truststore.location": str(self.truststore),
+            "ssl.truststore.password": self.store_password,
+        }
+
+
 def random_cluster_id() -> str:
     """A cluster id in Kafka's format: a random UUID, URL-safe base64 without padding."""
     while True:
@@ -95,11 +154,11 @@ def random_cluster_id() -> str:
             return text
 
 
-async def _probe(bootstrap: str, timeout: float) -> int:
+async def _probe(bootstrap: str, timeout: float, options: Mapping[str, Any]) -> int:
     """Number of live brokers reported by a metadata request to ``bootstrap``."""
     admin = AIOKafkaAdminClient(
-        bootstrap_servers=bootstrap, request_timeout_ms=max(1000, int(timeout * 1000))
-    )
+        bootstrap_servers=bootstrap, request_timeout_ms=max(1000, int(timeout * 1000)),
+        **options)
     try:
         await admin.start()
         return len((await admin.describe_cluster())["brokers"])
@@ -108,9 +167,11 @@ async def _probe(bootstrap: str, timeout: float) -> int:
 
 
 def wait_ready(
-    bootstrap: str, timeout: float = 60.0, process: subprocess.Popen[bytes] | None = None
+    bootstrap: str, timeout: float = 60.0, process: subprocess.Popen[bytes] | None = None,
+    client_options: Mapping[str, Any] | None = None,
 ) -> None:
-    """Block until ``bootstrap`` accepts connections and answers a metadata request.
+    """Block until ``bootstrap`` accepts connections and answers a metadata request (made with
+    ``client_options``, e.g. credentials).
 
     Raises DevKafkaError after ``timeout`` seconds, or at once if ``process`` exits.
     Runs its own event loop, so it must not be called from a coroutine.
@@ -124,7 +185,7 @@ def wait_ready(
         try:
             with socket.create_connection((host, int(port)), timeout=1.0):
                 pass
-            if asyncio.run(_probe(bootstrap, min(5.0, timeout))) > 0:
+            if asyncio.run(_probe(bootstrap, min(5.0, timeout), client_options or {})) > 0:
                 return
             reason = "the metadata lists no live broker"
         except OSError as exc:
@@ -146,12 +207,19 @@ def _die_with_parent() -> None:
 class KafkaBroker:
     """One single-node KRaft broker (combined broker and controller) on loopback."""
 
-    def __init__(self, libs: Path, data_dir: Path, port: int | None = None) -> None:
+    def __init__(self, libs: Path, data_dir: Path, port: int | None = None,
+                 sasl_ssl: SaslSsl | None = None) -> None:
         self.libs = libs
         self.data_dir = data_dir.resolve()
         self.port = port or free_port()
         self.controller_port = free_port()
+        self.sasl_ssl = sasl_ssl
         self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def listener(self) -> str:
+        """The client listener's name and security protocol."""
+        return "PLAINTEXT" if self.sasl_ssl is None else "SASL_SSL"
 
     @property
     def bootstrap(self) -> str:
@@ -167,17 +235,18 @@ class KafkaBroker:
 
     def write_config(self) -> Path:
         """Write ``server.properties`` for this broker's ports and data directory."""
+        client = self.listener
         settings = {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
             "listeners": (
-                f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}"
+                f"{client}://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}"
             ),
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "advertised.listeners": f"{client}://127.0.0.1:{self.port}",
+            "listener.security.protocol.map": f"{client}:{client},CONTROLLER:PLAINTEXT",
             "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
+            "inter.broker.listener.name": client,
             "log.dirs": str(self.data_dir / "kraft"),
             "num.partitions": "1",
             "offsets.topic.num.partitions": "1",
@@ -192,6 +261,7 @@ class KafkaBroker:
             # expired (KAFKA-19130), so keep the session short.
             "broker.heartbeat.interval.ms": "500",
             "broker.session.timeout.ms": "3000",
+            **(self.sasl_ssl.broker_config() if self.sasl_ssl else {}),
         }
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
@@ -223,13 +293,16 @@ class KafkaBroker:
             output = (done.stdout + done.stderr).strip()
             raise DevKafkaError(f"formatting Kafka storage failed:\n{output}\n{self.log_tail()}")
 
+    def client_options(self) -> dict[str, Any]:
+        """aiokafka options of a client of this broker (the broker's own user under SASL)."""
+        if self.sasl_ssl is None:
+            return {}
+        return self.sasl_ssl.client_options(next(iter(self.sasl_ssl.users)))
+
     def start(self, timeout: float = 90.0) -> None:
         """Configure, format and launch the broker, then wait until it serves metadata."""
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", self.port))
-            except OSError:
-                raise DevKafkaError(f"port {self.port} on 127.0.0.1 is already in use") from None
+        if not port_is_free(self.port):
+            raise DevKafkaError(f"port {self.port} on 127.0.0.1 is already in use")
         self.write_config()
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         self.format_storage()
@@ -243,7 +316,7 @@ class KafkaBroker:
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
         try:
-            wait_ready(self.bootstrap, timeout, self.process)
+            wait_ready(self.bootstrap, timeout, self.process, self.client_options())
         except DevKafkaError as exc:
             self.stop()
             raise DevKafkaError(f"{exc}\n{self.log_tail()}") from None

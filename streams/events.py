@@ -12,6 +12,11 @@ job id for job events and decisions, the source topic for dead letters. ``idempo
 derived from the content unless given; a provisioning decision's is always
 ``"{job_id}:{epoch}:{revision}"``. Times are UTC; the wire carries ISO-8601 (Unix seconds are
 accepted on input) at microsecond resolution. Prices are USD per instance-hour.
+
+Every number is finite and bounded, every time lies between :data:`EARLIEST_TIME` and
+:data:`LATEST_TIME`, and a message is at most :data:`MAX_EVENT_BYTES` long and nests at most
+:data:`MAX_NESTING` levels: whatever passes :func:`parse_event` is plausible enough for every
+stage to compute with (docs/operations.md lists the bounds).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import binascii
 import hashlib
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import (
@@ -48,7 +53,47 @@ SCHEMA_VERSION = 1
 
 MARKET_KEY_PATTERN = r"^[^/]+/[^/]+/[^/]+/[^/]+$"
 
+# Plausibility bounds: values outside them are rejected with a field error.
+EARLIEST_TIME = datetime(2000, 1, 1, tzinfo=UTC)
+"""The earliest event time, release, deadline or slot start accepted."""
+LATEST_TIME = datetime(2100, 1, 1, tzinfo=UTC)
+"""The latest event time, release, deadline or slot start accepted."""
+MAX_EVENT_BYTES = 1 << 20
+"""Longest message accepted, in bytes (Kafka's default largest message)."""
+MAX_NESTING = 4
+"""Deepest nesting of arrays and objects in a message (events are flat: 2 at most)."""
+MIN_PRICE, MAX_PRICE = 1e-6, 10_000.0
+"""Lowest and highest spot or on-demand price of a tick, USD per instance-hour."""
+MAX_INSTANCES = 10_000
+"""Most instances one job may run (``n_max``, a decision's spot and on-demand counts)."""
+MAX_AVAILABLE = 1_000_000
+"""Highest spot availability count of a market."""
+MAX_WORKLOAD = 1e7
+"""Most work units one job may need (reference GPU-hours)."""
+MIN_THROUGHPUT = 1e-6
+"""Least throughput a job may have at ``n_min`` instances, work units per hour."""
+MAX_THROUGHPUT = 1e6
+"""Largest throughput coefficient ``alpha`` or ``|beta|``, work units per hour."""
+MAX_OVERHEAD_SECONDS = 86_400.0
+"""Longest restart overhead, seconds."""
+MAX_USD = 1e9
+"""Largest value, value at the hard deadline or miss penalty of a job, USD."""
+MIN_SLOT_SECONDS, MAX_SLOT_SECONDS = 1.0, 7 * 86_400.0
+"""Shortest and longest slot length Δ."""
+MAX_EPOCH = 10**10
+"""Largest epoch (slot index since the Unix epoch; 2100 is epoch 4.1e9 at one-second slots)."""
+MAX_SECONDS = 1e18
+"""Largest magnitude of a duration such as a decision's slack."""
+MAX_AMOUNT = 1e12
+"""Largest magnitude of a derived amount: expected cost, forecast value, forecast error."""
+MAX_ITEMS = 1_000
+"""Most items in a list: markets of an epoch or a job, forecast horizon."""
+DEAD_LETTER_RAW_BYTES = 1 << 19
+"""Original bytes a dead letter keeps (its base64 stays under Kafka's default message size)."""
+
 _TIME_EXPECTED = "a timezone-aware ISO-8601 time (e.g. '2024-05-01T12:00:00Z') or Unix seconds"
+_RANGE_EXPECTED = (f"a time from {EARLIEST_TIME:%Y-%m-%dT%H:%M:%SZ} "
+                   f"to {LATEST_TIME:%Y-%m-%dT%H:%M:%SZ}")
 _ENVELOPE_FIELDS = frozenset({"schema_version", "type", "event_time", "key", "idempotency_key"})
 
 
@@ -93,7 +138,14 @@ def _parse_time(value: object) -> object:
 
 
 def _as_utc(value: datetime) -> datetime:
-    return value.astimezone(UTC)
+    """The time in UTC, once checked to lie in the accepted range."""
+    try:
+        value = value.astimezone(UTC)
+    except OverflowError:  # a year-1 or year-9999 time with an offset
+        raise _expected(_RANGE_EXPECTED) from None
+    if not EARLIEST_TIME <= value <= LATEST_TIME:
+        raise _expected(_RANGE_EXPECTED)
+    return value
 
 
 def _market_key(value: str) -> str:
@@ -109,16 +161,21 @@ UtcTime = Annotated[
     WithJsonSchema(
         {
             "anyOf": [
-                {"type": "string", "format": "date-time"},
-                {"type": "number", "description": "Unix seconds"},
+                {"type": "string", "format": "date-time",
+                 "description": f"ISO-8601 with an offset, "
+                 f"{_RANGE_EXPECTED.removeprefix('a time ')}"},
+                {"type": "number", "description": "Unix seconds",
+                 "minimum": EARLIEST_TIME.timestamp(), "maximum": LATEST_TIME.timestamp()},
             ],
-            "description": "UTC time: ISO-8601 with an offset, or Unix seconds",
+            "description": f"UTC time: ISO-8601 with an offset, or Unix seconds; "
+            f"{_RANGE_EXPECTED.removeprefix('a time ')}",
         },
         mode="validation",
     ),
 ]
 MarketKey = Annotated[
     str,
+    Field(max_length=256),
     AfterValidator(_market_key),
     Field(
         description="Market key 'cloud/region/zone/instance_type'",
@@ -128,10 +185,18 @@ MarketKey = Annotated[
 JobId = Annotated[str, Field(min_length=1, max_length=256, description="Job identifier")]
 Text = Annotated[str, Field(max_length=500)]
 Name = Annotated[str, Field(min_length=1, max_length=256)]
-Finite = StrictFloat
-NonNegative = Annotated[StrictFloat, Field(ge=0)]
-Positive = Annotated[StrictFloat, Field(gt=0)]
-Count = Annotated[StrictInt, Field(ge=0)]
+Price = Annotated[StrictFloat, Field(ge=0, le=MAX_PRICE)]
+TickPrice = Annotated[StrictFloat, Field(ge=MIN_PRICE, le=MAX_PRICE)]
+Work = Annotated[StrictFloat, Field(ge=0, le=MAX_WORKLOAD)]
+PositiveWork = Annotated[StrictFloat, Field(gt=0, le=MAX_WORKLOAD)]
+Usd = Annotated[StrictFloat, Field(ge=-MAX_USD, le=MAX_USD)]
+Amount = Annotated[StrictFloat, Field(ge=-MAX_AMOUNT, le=MAX_AMOUNT)]
+NonNegativeAmount = Annotated[StrictFloat, Field(ge=0, le=MAX_AMOUNT)]
+SlotSeconds = Annotated[StrictFloat, Field(ge=MIN_SLOT_SECONDS, le=MAX_SLOT_SECONDS)]
+Instances = Annotated[StrictInt, Field(ge=0, le=MAX_INSTANCES)]
+Available = Annotated[StrictInt, Field(ge=0, le=MAX_AVAILABLE)]
+Epoch = Annotated[StrictInt, Field(ge=0, le=MAX_EPOCH)]
+Count = Annotated[StrictInt, Field(ge=0, le=2**63 - 1)]
 
 
 def _require_type(schema: dict[str, Any]) -> None:
@@ -161,9 +226,10 @@ class Envelope(BaseModel):
     schema_version: Annotated[Literal[1], BeforeValidator(_supported_version)] = SCHEMA_VERSION
     type: str
     event_time: UtcTime = Field(description="When the event happened (event time, UTC)")
-    key: str = Field("", description="Kafka message key; derived from the event when empty")
+    key: str = Field("", max_length=256,
+                     description="Kafka message key; derived from the event when empty")
     idempotency_key: str = Field(
-        "", description="Deduplication key; derived from the content when empty"
+        "", max_length=1024, description="Deduplication key; derived from the content when empty"
     )
 
     @model_validator(mode="after")
@@ -190,8 +256,8 @@ class PriceTick(Envelope):
 
     type: Literal["price_tick"] = "price_tick"
     market: MarketKey
-    spot_price: NonNegative = Field(description="USD per instance-hour")
-    on_demand_price: Positive | None = Field(None, description="USD per instance-hour")
+    spot_price: TickPrice = Field(description="USD per instance-hour")
+    on_demand_price: TickPrice | None = Field(None, description="USD per instance-hour")
 
 
 AvailabilityReason = Literal["obtained", "refused", "preempted", "probe"]
@@ -204,7 +270,7 @@ class AvailabilityTick(Envelope):
 
     type: Literal["availability_tick"] = "availability_tick"
     market: MarketKey
-    available: Count
+    available: Available
     reason: AvailabilityReason | None = None
 
 
@@ -215,19 +281,25 @@ class JobSubmitted(Envelope):
 
     type: Literal["job_submitted"] = "job_submitted"
     job_id: JobId
-    workload: Positive = Field(description="Work units, e.g. reference GPU-hours")
+    workload: PositiveWork = Field(description="Work units, e.g. reference GPU-hours")
     release: UtcTime
     soft_deadline: UtcTime
     hard_deadline: UtcTime
-    n_min: Annotated[StrictInt, Field(ge=1)] = 1
-    n_max: Annotated[StrictInt, Field(ge=1)] = 1
-    alpha: Finite = Field(1.0, description="Throughput per instance (work units per hour)")
-    beta: Finite = Field(0.0, description="Throughput offset (work units per hour)")
-    value: Finite = Field(0.0, description="USD value of finishing by the soft deadline")
-    value_at_hard_deadline: Finite = Field(0.0, description="USD value at the hard deadline")
-    miss_penalty: NonNegative = Field(0.0, description="USD lost when the hard deadline is missed")
-    restart_overhead: NonNegative = Field(0.0, description="Seconds lost per (re)configuration")
-    allowed_markets: Annotated[tuple[MarketKey, ...], Field(min_length=1)] | None = None
+    n_min: Annotated[StrictInt, Field(ge=1, le=MAX_INSTANCES)] = 1
+    n_max: Annotated[StrictInt, Field(ge=1, le=MAX_INSTANCES)] = 1
+    alpha: Annotated[StrictFloat, Field(ge=0, le=MAX_THROUGHPUT)] = Field(
+        1.0, description="Throughput per instance (work units per hour)")
+    beta: Annotated[StrictFloat, Field(ge=-MAX_THROUGHPUT, le=MAX_THROUGHPUT)] = Field(
+        0.0, description="Throughput offset (work units per hour); throughput at n_min "
+        f"alpha * n_min + beta must be at least {MIN_THROUGHPUT:g}")
+    value: Usd = Field(0.0, description="USD value of finishing by the soft deadline")
+    value_at_hard_deadline: Usd = Field(0.0, description="USD value at the hard deadline")
+    miss_penalty: Annotated[StrictFloat, Field(ge=0, le=MAX_USD)] = Field(
+        0.0, description="USD lost when the hard deadline is missed")
+    restart_overhead: Annotated[StrictFloat, Field(ge=0, le=MAX_OVERHEAD_SECONDS)] = Field(
+        0.0, description="Seconds lost per (re)configuration")
+    allowed_markets: Annotated[
+        tuple[MarketKey, ...], Field(min_length=1, max_length=MAX_ITEMS)] | None = None
     allow_spot: StrictBool = True
 
     @model_validator(mode="after")
@@ -244,11 +316,12 @@ class JobSubmitted(Envelope):
             )
         if self.n_max < self.n_min:
             raise _field_error("n_max", self.n_max, f">= n_min ({self.n_min})")
-        if self.alpha * self.n_min + self.beta <= 0:
+        if self.alpha * self.n_min + self.beta < MIN_THROUGHPUT:
             raise _field_error(
                 "beta",
                 self.beta,
-                f"alpha * n_min + beta > 0 (alpha={self.alpha}, n_min={self.n_min})",
+                f"alpha * n_min + beta >= {MIN_THROUGHPUT:g} (alpha={self.alpha}, "
+                f"n_min={self.n_min})",
             )
         if self.value_at_hard_deadline > self.value:
             raise _field_error(
@@ -308,8 +381,8 @@ class JobProgress(Envelope):
 
     type: Literal["job_progress"] = "job_progress"
     job_id: JobId
-    work_done: NonNegative = Field(description="Cumulative work units done")
-    remaining_work: Positive | None = Field(None, description="Re-estimated work units left")
+    work_done: Work = Field(description="Cumulative work units done")
+    remaining_work: PositiveWork | None = Field(None, description="Re-estimated work units left")
 
 
 class JobCancelled(Envelope):
@@ -338,19 +411,22 @@ class ProvisioningDecision(Envelope):
 
     type: Literal["provisioning_decision"] = "provisioning_decision"
     job_id: JobId
-    epoch: Count = Field(description="Slot index of the decision")
+    epoch: Epoch = Field(description="Slot index of the decision")
     slot_start: UtcTime
-    slot_seconds: Positive
+    slot_seconds: SlotSeconds
     market: MarketKey
-    spot: Count = 0
-    on_demand: Count = 0
-    revision: Count = Field(0, description="Bumped when a decision for the same slot is revised")
+    spot: Instances = 0
+    on_demand: Instances = 0
+    revision: Annotated[StrictInt, Field(ge=0, le=1_000_000)] = Field(
+        0, description="Bumped when a decision for the same slot is revised")
     policy: Name
-    expected_cost_usd: NonNegative = Field(description="Cost the policy expects for the slot")
-    slack_seconds: Finite = Field(description="Time to spare before the hard deadline")
+    expected_cost_usd: NonNegativeAmount = Field(
+        description="Cost the policy expects for the slot")
+    slack_seconds: Annotated[StrictFloat, Field(ge=-MAX_SECONDS, le=MAX_SECONDS)] = Field(
+        description="Time to spare before the hard deadline")
     forecast: (
         Annotated[
-            dict[Annotated[str, Field(min_length=1, max_length=64)], Finite],
+            dict[Annotated[str, Field(min_length=1, max_length=64)], Amount],
             Field(max_length=16),
         ]
         | None
@@ -377,11 +453,11 @@ class MarketBoundary(Envelope):
 
     type: Literal["market_boundary"] = "market_boundary"
     market: MarketKey
-    slot_seconds: Positive
-    price: NonNegative | None = Field(None, description="Time-weighted mean over the slot")
-    availability: Count | None = Field(None, description="Smallest count during the slot")
-    price_now: NonNegative
-    availability_now: Count
+    slot_seconds: SlotSeconds
+    price: Price | None = Field(None, description="Time-weighted mean over the slot")
+    availability: Available | None = Field(None, description="Smallest count during the slot")
+    price_now: Price
+    availability_now: Available
 
 
 class MarketForecast(Envelope):
@@ -392,12 +468,13 @@ class MarketForecast(Envelope):
 
     type: Literal["market_forecast"] = "market_forecast"
     market: MarketKey
-    slot_seconds: Positive
-    price: tuple[NonNegative | None, ...] = Field(description="Slot-mean spot USD/h ahead")
+    slot_seconds: SlotSeconds
+    price: tuple[Price | None, ...] = Field(
+        max_length=MAX_ITEMS, description="Slot-mean spot USD/h ahead")
     availability: tuple[Annotated[StrictFloat, Field(ge=0, le=1)] | None, ...] = Field(
-        description="Probability of spot capacity in each slot ahead")
-    price_error: NonNegative | None = Field(None, description="Running price MAPE, percent")
-    availability_error: NonNegative | None = Field(None, description="Running Brier score")
+        max_length=MAX_ITEMS, description="Probability of spot capacity in each slot ahead")
+    price_error: NonNegativeAmount | None = Field(None, description="Running price MAPE, percent")
+    availability_error: NonNegativeAmount | None = Field(None, description="Running Brier score")
 
 
 class EpochClosed(Envelope):
@@ -407,13 +484,13 @@ class EpochClosed(Envelope):
     key_field: ClassVar[str] = "epoch"
 
     type: Literal["epoch_closed"] = "epoch_closed"
-    epoch: Count = Field(description="Index of the slot that starts at this boundary")
-    slot_seconds: Positive
-    markets: Annotated[tuple[MarketKey, ...], Field(min_length=1)]
-    price: tuple[NonNegative, ...] | None = None
-    availability: tuple[Count, ...] | None = None
-    price_now: tuple[NonNegative, ...]
-    availability_now: tuple[Count, ...]
+    epoch: Epoch = Field(description="Index of the slot that starts at this boundary")
+    slot_seconds: SlotSeconds
+    markets: Annotated[tuple[MarketKey, ...], Field(min_length=1, max_length=MAX_ITEMS)]
+    price: tuple[Price, ...] | None = Field(None, max_length=MAX_ITEMS)
+    availability: tuple[Available, ...] | None = Field(None, max_length=MAX_ITEMS)
+    price_now: tuple[Price, ...] = Field(max_length=MAX_ITEMS)
+    availability_now: tuple[Available, ...] = Field(max_length=MAX_ITEMS)
 
     @model_validator(mode="after")
     def _same_lengths(self) -> Self:
@@ -426,15 +503,27 @@ class EpochClosed(Envelope):
 
 
 class DeadLetter(Envelope):
-    """A message that could not be processed, kept with where it came from and why."""
+    """A message that could not be processed, kept with where it came from and why.
+
+    ``raw`` holds the original bytes, as text when they are UTF-8 and base64 otherwise; of a
+    message longer than :data:`DEAD_LETTER_RAW_BYTES` only the first that many bytes
+    (``raw_truncated``; the whole message stays at ``source_topic``, ``partition``,
+    ``offset``).
+    """
 
     key_field: ClassVar[str] = "source_topic"
 
     type: Literal["dead_letter"] = "dead_letter"
     raw: str = Field(description="The original message, as text or base64")
     raw_encoding: Literal["text", "base64"] = "text"
+    raw_size: Count | None = Field(None, description="Length of the original message, bytes")
+    raw_truncated: StrictBool = Field(
+        False, description="raw keeps only the first bytes of a longer message")
     source_topic: Name
-    partition: Count | None = None
+    source_key: str | None = Field(
+        None, max_length=1024,
+        description="The original message key (UTF-8; other bytes as \\xNN escapes)")
+    partition: Annotated[StrictInt, Field(ge=0, le=2**31 - 1)] | None = None
     offset: Count | None = None
     reason: Text
     error_type: Name
@@ -460,30 +549,51 @@ class DeadLetter(Envelope):
         event_time: datetime | float,
         partition: int | None = None,
         offset: int | None = None,
+        key: bytes | None = None,
     ) -> DeadLetter:
-        """Wrap an unprocessable message: as text when it is UTF-8, otherwise base64."""
+        """Wrap an unprocessable message: as text when it is UTF-8, otherwise base64.
+
+        ``event_time`` (usually the message's Kafka timestamp, which any producer may set) is
+        moved into the accepted range, so wrapping never fails.
+        """
+        kept = raw[:DEAD_LETTER_RAW_BYTES]
         try:
-            text, encoding = raw.decode("utf-8"), "text"
+            text, encoding = kept.decode("utf-8"), "text"
         except UnicodeDecodeError:
-            text, encoding = base64.b64encode(raw).decode("ascii"), "base64"
+            text, encoding = base64.b64encode(kept).decode("ascii"), "base64"
         return cls.model_validate(
             {
-                "event_time": event_time,
+                "event_time": _clamped_time(event_time),
                 "raw": text,
                 "raw_encoding": encoding,
-                "source_topic": source_topic,
+                "raw_size": len(raw),
+                "raw_truncated": len(kept) < len(raw),
+                "source_topic": source_topic[:256] or "?",
+                "source_key": None if key is None
+                else key[:256].decode("utf-8", "backslashreplace")[:1024],
                 "partition": partition,
                 "offset": offset,
                 "reason": str(error)[:500],
-                "error_type": type(error).__name__,
+                "error_type": type(error).__name__[:256],
             }
         )
 
     def original(self) -> bytes:
-        """The original message bytes."""
+        """The original message bytes (their first bytes when ``raw_truncated``)."""
         if self.raw_encoding == "base64":
             return base64.b64decode(self.raw)
         return self.raw.encode("utf-8")
+
+
+def _clamped_time(time: datetime | float) -> datetime:
+    """``time`` (a datetime or Unix seconds) moved into the accepted event-time range."""
+    if not isinstance(time, datetime):
+        seconds = time if isinstance(time, int | float) and time == time else 0.0
+        bounded = min(max(seconds, EARLIEST_TIME.timestamp()), LATEST_TIME.timestamp())
+        return EARLIEST_TIME + timedelta(seconds=bounded - EARLIEST_TIME.timestamp())
+    if time.tzinfo is None:
+        time = time.replace(tzinfo=UTC)
+    return min(max(time, EARLIEST_TIME), LATEST_TIME)
 
 
 Event = Annotated[
@@ -552,7 +662,14 @@ def parse_event(raw: bytes | str) -> Event:
         raise EventError(describe_validation_error(exc)) from exc
 
 
+_TOO_DEEP = (f"event nests arrays or objects deeper than {MAX_NESTING} levels: expected a "
+             "flat JSON object")
+
+
 def _load_object(raw: bytes | str) -> dict[str, Any]:
+    size = len(raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else bytes(raw))
+    if size > MAX_EVENT_BYTES:
+        raise EventError(f"event is {size:,} bytes: expected at most {MAX_EVENT_BYTES:,}")
     if isinstance(raw, bytes | bytearray | memoryview):
         try:
             raw = bytes(raw).decode("utf-8")
@@ -566,9 +683,35 @@ def _load_object(raw: bytes | str) -> dict[str, Any]:
         raise EventError(
             f"event is not valid JSON at line {exc.lineno} col {exc.colno}: {exc.msg}"
         ) from exc
+    except RecursionError:
+        raise EventError(_TOO_DEEP) from None
+    except EventError:
+        raise
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise EventError(
+            f"event holds a number that cannot be read ({str(exc).split(';')[0]}): expected "
+            "numbers within the documented bounds") from None
     if not isinstance(data, dict):
         raise EventError(f"event = {_show(data)}: expected a JSON object")
+    if _depth(data) > MAX_NESTING:
+        raise EventError(_TOO_DEEP)
     return data
+
+
+def _depth(data: object) -> int:
+    """Nesting depth of decoded JSON (a scalar is 0), walked without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        children = (value.values() if isinstance(value, dict)
+                    else value if isinstance(value, list) else None)
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_NESTING:
+            return deepest
+        stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -613,7 +756,7 @@ def _expectation(kind: str, ctx: dict[str, Any], message: str) -> str:
         return ctx["expected"]
     if kind in _BOUNDS:
         name, sign = _BOUNDS[kind]
-        return f"{sign} {ctx[name]:g}"
+        return f"{sign} {_number(ctx[name])}"
     if kind == "finite_number":
         return "a finite number"
     if kind == "literal_error":
@@ -627,6 +770,13 @@ def _expectation(kind: str, ctx: dict[str, Any], message: str) -> str:
     if kind == "too_long":
         return f"at most {ctx['max_length']} item(s)"
     return message.removeprefix("Input should be ")
+
+
+def _number(value: float) -> str:
+    """A bound as people write it: ``10,000``, ``0.5``, ``1e-06``."""
+    if float(value).is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:g}"
 
 
 def _location(loc: tuple[int | str, ...]) -> str:

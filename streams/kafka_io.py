@@ -1,16 +1,25 @@
 """Publishing to and reading from the pipeline's topics with aiokafka: the replay producer,
-the job-publishing client and the typed decision consumer."""
+the job-publishing client and the typed decision consumer.
+
+Every client rides out a broker outage of up to ``broker_timeout_seconds``: it starts with
+:func:`streams.kafka_connect.start_client`, and a producer keeps unacknowledged messages, in
+order, for that long (its request timeout), logging while it waits.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.errors import KafkaError
 
 from streams.events import (
     Envelope,
+    EventError,
     JobCancelled,
     JobProgress,
     JobSubmitted,
@@ -18,15 +27,49 @@ from streams.events import (
     dump_event,
     parse_event,
 )
+from streams.kafka_connect import BrokerError, start_client
 from streams.replay_events import ReplayEvent, partition_for
-from streams.settings import Settings
+from streams.settings import Settings, env_name
+
+log = logging.getLogger(__name__)
 
 JobEvent = JobSubmitted | JobProgress | JobCancelled
+STALL_LOG_SECONDS = 10.0
+"""How often a producer waiting for acknowledgements says so."""
 
 
-def _producer(settings: Settings) -> AIOKafkaProducer:
-    return AIOKafkaProducer(**settings.kafka_options(), acks="all", enable_idempotence=True,
-                            linger_ms=5)
+async def open_producer(settings: Settings, what: str) -> AIOKafkaProducer:
+    """An idempotent producer acknowledged by every replica, keeping messages through an
+    outage of up to ``broker_timeout_seconds``."""
+    timeout_ms = int(settings.broker_timeout_seconds * 1000)
+    return await start_client(
+        lambda: AIOKafkaProducer(**settings.kafka_options(), acks="all",
+                                 enable_idempotence=True, linger_ms=5,
+                                 request_timeout_ms=timeout_ms),
+        settings, what)
+
+
+async def delivered(deliveries: list[Awaitable[Any]], settings: Settings, what: str) -> None:
+    """Wait until every delivery is acknowledged, saying so while the broker is away; a
+    delivery that failed raises :class:`BrokerError`."""
+    if not deliveries:
+        return
+    waiting = asyncio.gather(*deliveries)
+    started = time.monotonic()
+    while True:
+        try:
+            await asyncio.wait_for(asyncio.shield(waiting), STALL_LOG_SECONDS)
+            return
+        except TimeoutError:
+            log.warning("%s: %d message(s) not acknowledged for %.0f s; waiting for the broker "
+                        "(up to broker_timeout_seconds=%g)", what, len(deliveries),
+                        time.monotonic() - started, settings.broker_timeout_seconds)
+        except KafkaError as exc:
+            raise BrokerError(
+                f"{what}: the broker did not acknowledge a message ({type(exc).__name__}: "
+                f"{exc}); gave up after broker_timeout_seconds="
+                f"{settings.broker_timeout_seconds:g} ({env_name('broker_timeout_seconds')})"
+            ) from None
 
 
 async def publish_replay(
@@ -41,39 +84,39 @@ async def publish_replay(
     the job active always reaches its partition after the job. ``speed`` replays N event-time
     seconds per wall-clock second; ``None`` is as fast as possible.
     """
-    producer = _producer(settings)
-    await producer.start()
+    what = f"publishing the replay to {settings.bootstrap_servers}"
+    producer = await open_producer(settings, what)
     topics = settings.topics
-    pending: list[asyncio.Future[Any]] = []
+    pending: list[Awaitable[Any]] = []
     sent = 0
     first_time: float | None = None
     started = asyncio.get_running_loop().time()
     try:
         for event in events:
-            time = event.event_time.timestamp()
+            at = event.event_time.timestamp()
             if speed is not None:
-                first_time = time if first_time is None else first_time
-                due = started + (time - first_time) / speed
+                first_time = at if first_time is None else first_time
+                due = started + (at - first_time) / speed
                 delay = due - asyncio.get_running_loop().time()
                 if delay > 0:
                     await asyncio.sleep(delay)
             if isinstance(event, JobSubmitted):
-                await asyncio.gather(*pending)
-                pending.clear()
-                await producer.send_and_wait(
+                pending.append(await producer.send(
                     topics.job_events, dump_event(event), key=event.key.encode(),
-                    partition=partition_for(event.key, settings.job_partitions))
+                    partition=partition_for(event.key, settings.job_partitions)))
+                await delivered(pending, settings, what)
+                pending.clear()
             else:
                 pending.append(await producer.send(
                     topics.market_ticks, dump_event(event), key=event.key.encode(),
                     partition=partition_for(event.key, settings.market_partitions)))
                 if len(pending) >= 1000:
-                    await asyncio.gather(*pending)
+                    await delivered(pending, settings, what)
                     pending.clear()
             sent += 1
             if progress is not None and sent % 1000 == 0:
                 progress(1000)
-        await asyncio.gather(*pending)
+        await delivered(pending, settings, what)
         if progress is not None:
             progress(sent % 1000)
     finally:
@@ -82,15 +125,16 @@ async def publish_replay(
 
 
 async def publish_job_events(settings: Settings, events: Iterable[JobEvent]) -> int:
-    """Publish job events (already validated by the contract) to their partitions."""
-    producer = _producer(settings)
-    await producer.start()
+    """Publish job events (already validated by the contract) to their partitions, each
+    acknowledged before the next is sent."""
+    what = f"publishing job events to {settings.bootstrap_servers}"
+    producer = await open_producer(settings, what)
     count = 0
     try:
         for event in events:
-            await producer.send_and_wait(
+            await delivered([await producer.send(
                 settings.topics.job_events, dump_event(event), key=event.key.encode(),
-                partition=partition_for(event.key, settings.job_partitions))
+                partition=partition_for(event.key, settings.job_partitions))], settings, what)
             count += 1
     finally:
         await producer.stop()
@@ -104,16 +148,17 @@ async def read_events(
     from_beginning: bool = True,
     idle_timeout: float | None = None,
 ) -> AsyncIterator[Envelope]:
-    """Events of ``topic`` as typed models; stops after ``idle_timeout`` s without messages.
+    """Events of ``topic`` as typed models, skipping (and logging) undecodable messages; stops
+    after ``idle_timeout`` s without messages.
 
     With a ``group_id`` offsets are committed, so a restarted reader resumes where it was.
     """
-    consumer = AIOKafkaConsumer(
-        topic, **settings.kafka_options(), group_id=group_id,
-        auto_offset_reset="earliest" if from_beginning else "latest",
-        enable_auto_commit=group_id is not None,
-    )
-    await consumer.start()
+    consumer = await start_client(
+        lambda: AIOKafkaConsumer(
+            topic, **settings.kafka_options(), group_id=group_id,
+            auto_offset_reset="earliest" if from_beginning else "latest",
+            enable_auto_commit=group_id is not None),
+        settings, f"reading {topic} from {settings.bootstrap_servers}")
     try:
         while True:
             batch = await consumer.getmany(timeout_ms=int(1000 * (idle_timeout or 1.0)))
@@ -121,7 +166,11 @@ async def read_events(
                 return
             for messages in batch.values():
                 for message in messages:
-                    yield parse_event(message.value)
+                    try:
+                        yield parse_event(message.value or b"")
+                    except EventError as exc:
+                        log.warning("%s[%d]@%d skipped: %s", topic, message.partition,
+                                    message.offset, exc)
     finally:
         await consumer.stop()
 

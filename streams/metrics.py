@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from solver.engine import Engine, JobState
 from solver.job import Allocation, Job
@@ -27,13 +28,16 @@ from streams.events import (
     PriceTick,
     ProvisioningDecision,
 )
+from streams.settings import Settings
+from streams.stage import RejectedEvent
 
-OUTCOMES = ("finished", "cancelled", "deadline_missed")
+OUTCOMES = ("finished", "cancelled", "deadline_missed", "failed")
 """How a job leaves the scheduler: the ``outcome`` label of ``spotsched_jobs_ended_total``."""
 
-REASON_KINDS = ("invalid", "rejected")
+REASON_KINDS = ("invalid", "rejected", "error")
 """``invalid``: the message cannot be decoded (bytes, JSON, schema); ``rejected``: a valid
-event the pipeline cannot accept (unknown market or job, late tick, wrong topic, ...)."""
+event the pipeline cannot accept (unknown market or job, late tick, wrong topic, ...);
+``error``: a stage raised on it (also counted in ``spotsched_stage_errors_total``)."""
 
 SOLVE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
                  30.0, 60.0, 120.0, 300.0)
@@ -111,9 +115,11 @@ def job_figures(
 
 
 def job_outcome(state: JobState) -> str:
-    """``cancelled``, ``finished`` (by the hard deadline) or ``deadline_missed``."""
+    """``cancelled``, ``failed``, ``finished`` (by the hard deadline) or ``deadline_missed``."""
     if state.cancelled:
         return "cancelled"
+    if state.failure is not None:
+        return "failed"
     if state.completion is not None and state.completion <= state.job.hard_deadline:
         return "finished"
     return "deadline_missed"
@@ -121,7 +127,9 @@ def job_outcome(state: JobState) -> str:
 
 def reason_kind(error: Exception) -> str:
     """The ``reason_kind`` label of a dead letter (see :data:`REASON_KINDS`)."""
-    return "invalid" if isinstance(error, EventError) else "rejected"
+    if isinstance(error, EventError):
+        return "invalid"
+    return "rejected" if isinstance(error, RejectedEvent) else "error"
 
 
 def epoch_lag(watermark: float, boundary: float) -> float:
@@ -179,6 +187,9 @@ class PipelineMetrics:
             "Unix time the job finishes at the current allocation", job)
         self.job_cost = gauge("spotsched_job_cost_usd", "USD the job has paid so far", job)
         self.jobs_active = gauge("spotsched_jobs_active", "Active jobs this worker schedules")
+        self.jobs_to_decide = gauge(
+            "spotsched_jobs_to_decide",
+            "Jobs the schedulers of this worker must decide at their current epoch")
         self.jobs_ended = counter(
             "spotsched_jobs_ended", "Jobs that left the scheduler, by outcome", ("outcome",))
 
@@ -201,6 +212,10 @@ class PipelineMetrics:
         self.dead_letters = counter(
             "spotsched_dead_letters", "Messages dead-lettered, by source topic and kind",
             ("topic", "reason_kind"))
+        self.stage_errors = counter(
+            "spotsched_stage_errors",
+            "Exceptions a stage raised or caught on its own (the message was dead-lettered or "
+            "the part restarted), by stage and exception type", ("stage", "error_type"))
         self.decisions_emitted = counter(
             "spotsched_decisions_emitted", "Provisioning decisions published")
         self.solve_seconds = Histogram(
@@ -209,6 +224,9 @@ class PipelineMetrics:
         self.epoch_lag = gauge(
             "spotsched_epoch_lag_seconds",
             "Event time between the newest market event and the last closed epoch")
+        self.last_decision = gauge(
+            "spotsched_last_decision_timestamp_seconds",
+            "Unix time this worker last published a decision (its start until then)")
         self.last_epoch_closed = gauge(
             "spotsched_last_epoch_closed_timestamp_seconds",
             "Unix time this worker last closed an epoch (its start until then)")
@@ -226,6 +244,7 @@ class PipelineMetrics:
             self.jobs_ended.labels(outcome)
         self.epoch_lag.set(math.nan)
         self.last_epoch_closed.set(started)
+        self.last_decision.set(started)
         self.slot.set(slot_seconds)
         self._jobs: set[str] = set()
         self._watermark = -math.inf
@@ -240,6 +259,9 @@ class PipelineMetrics:
 
     def dead_lettered(self, topic: str, error: Exception) -> None:
         self.dead_letters.labels(topic, reason_kind(error)).inc()
+
+    def stage_failed(self, stage: str, error: Exception) -> None:
+        self.stage_errors.labels(stage, type(error).__name__).inc()
 
     def accepted(self, event: object) -> None:
         """An input event a stage took: market ticks and boundaries advance the watermark."""
@@ -263,10 +285,11 @@ class PipelineMetrics:
         self.last_epoch_closed.set(now)
         self._update_lag()
 
-    def scheduled(self, engine: Engine, decisions: Sequence[ProvisioningDecision]) -> None:
-        """Decisions of one epoch from ``engine``'s partition: refresh each active job's
-        series; a job released because it finished, was cancelled or ran out of time is
-        counted by outcome and its series removed."""
+    def scheduled(self, engine: Engine, decisions: Sequence[ProvisioningDecision],
+                  now: float) -> None:
+        """Decisions of one epoch from ``engine``'s partition, published at Unix time ``now``:
+        refresh each active job's series; a job released because it finished, was cancelled,
+        failed or ran out of time is counted by outcome and its series removed."""
         for decision in decisions:
             self.decisions_emitted.inc()
             state = engine.job_state(decision.job_id)
@@ -285,6 +308,7 @@ class PipelineMetrics:
             self.job_cost.labels(job_id).set(figures.cost_usd)
             self._jobs.add(job_id)
         self.jobs_active.set(len(self._jobs))
+        self.last_decision.set(now)
 
     def _job_ended(self, job_id: str, outcome: str) -> None:
         self.jobs_ended.labels(outcome).inc()
@@ -297,3 +321,20 @@ class PipelineMetrics:
     def _update_lag(self) -> None:
         if self._last_boundary is not None:
             self.epoch_lag.set(epoch_lag(self._watermark, self._last_boundary))
+
+
+def serve_metrics(settings: Settings, registry: CollectorRegistry) -> Any:
+    """Serve ``registry`` at /metrics on ``metrics_host:metrics_port`` (loopback unless set
+    otherwise) and return the server, unless the port is 0; an address that cannot be bound
+    is named."""
+    if not settings.metrics_port:
+        return None
+    try:
+        server, _ = start_http_server(settings.metrics_port, addr=settings.metrics_host,
+                                      registry=registry)
+        return server
+    except OSError as exc:
+        raise OSError(
+            f"metrics_host:metrics_port (SPOTSCHED_METRICS_HOST, SPOTSCHED_METRICS_PORT) = "
+            f"{settings.metrics_host}:{settings.metrics_port}: cannot serve /metrics there "
+            f"({exc.strerror or exc})") from None

@@ -2,8 +2,8 @@
 
 :func:`trace_events` orders everything by event time (a job's submission before ticks at the
 same instant), exactly what ``spotsched replay --broker`` publishes. :func:`run_in_memory`
-pushes those events through the pipeline stages without Kafka, partitioning jobs the way the
-producer does, so tests can compare it with a Kafka run and with :func:`solver.simulator.simulate`.
+pushes those events through the worker's stages without Kafka, partitioned the way the producer
+does, so tests can compare it with a Kafka run and with :func:`solver.simulator.simulate`.
 """
 
 from __future__ import annotations
@@ -18,20 +18,20 @@ from solver.market import Market, MarketTicks
 from solver.policy import Policy
 from streams.events import (
     AvailabilityTick,
-    EpochClosed,
     JobSubmitted,
-    MarketBoundary,
     PriceTick,
     ProvisioningDecision,
+    dump_event,
 )
-from streams.pipeline import EpochCoordinator, MarketStage, PartitionScheduler, utc
+from streams.stage import utc
 
 ReplayEvent = PriceTick | AvailabilityTick | JobSubmitted
 
 
-def partition_for(key: str, partitions: int) -> int:
+def partition_for(key: str | bytes, partitions: int) -> int:
     """Kafka's default partitioner (murmur2 of the key), so every client agrees."""
-    return (murmur2(key.encode()) & 0x7FFFFFFF) % partitions
+    data = key if isinstance(key, bytes) else key.encode()
+    return (murmur2(data) & 0x7FFFFFFF) % partitions
 
 
 def trace_events(ticks: Sequence[MarketTicks], jobs: Sequence[Job]) -> Iterator[ReplayEvent]:
@@ -61,24 +61,16 @@ def run_in_memory(
     slot_seconds: float,
     policy_factory: Callable[[], Policy],
     partitions: int = 1,
+    market_partitions: int = 1,
 ) -> list[ProvisioningDecision]:
-    """All decisions of a ``partitions``-way scheduler fed ``events`` in order."""
-    markets = MarketStage(catalogue, slot_seconds)
-    coordinator = EpochCoordinator(catalogue, slot_seconds)
-    schedulers = [PartitionScheduler(catalogue, slot_seconds, policy_factory)
-                  for _ in range(partitions)]
-    decisions: list[ProvisioningDecision] = []
+    """All decisions of a ``partitions``-way scheduler fed ``events`` in order, through the
+    worker's stages on in-memory topics (:class:`streams.memory_pipeline.MemoryPipeline`)."""
+    from streams.memory_pipeline import MemoryPipeline
 
-    def close(epochs: list[EpochClosed]) -> None:
-        for epoch in epochs:
-            for scheduler in schedulers:
-                decisions.extend(scheduler.handle(epoch))
-
+    pipeline = MemoryPipeline(catalogue, slot_seconds, policy_factory, partitions,
+                              market_partitions)
     for event in events:
-        if isinstance(event, JobSubmitted):
-            schedulers[partition_for(event.job_id, partitions)].handle(event)
-        else:
-            for boundary in markets.handle(event):
-                if isinstance(boundary, MarketBoundary):
-                    close(coordinator.handle(boundary))
-    return decisions
+        topic = (pipeline.topics.job_events if isinstance(event, JobSubmitted)
+                 else pipeline.topics.market_ticks)
+        pipeline.send(topic, dump_event(event), event.key.encode())
+    return pipeline.decisions

@@ -7,13 +7,18 @@ topic names as ``SPOTSCHED_TOPICS__<NAME>``). Secrets are ``SecretStr`` and neve
 from __future__ import annotations
 
 import json
+import ssl
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from solver.market import Market
+
+ENV_PREFIX = "SPOTSCHED_"
+SECRETS = frozenset({"sasl_password"})
+"""Settings whose values never appear in messages."""
 
 
 class Topics(BaseModel):
@@ -33,7 +38,7 @@ class Settings(BaseSettings):
     """Everything a worker, the replay producer or a client needs to reach Kafka."""
 
     model_config = SettingsConfigDict(
-        env_prefix="SPOTSCHED_", env_nested_delimiter="__", frozen=True, extra="forbid"
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", frozen=True, extra="forbid"
     )
 
     bootstrap_servers: str = Field("127.0.0.1:9092", description="host:port[,host:port]")
@@ -57,6 +62,15 @@ class Settings(BaseSettings):
         None, description="JSON catalogue {market key: on-demand USD/h} the scheduler plans over"
     )
     metrics_port: int = Field(0, ge=0, le=65535, description="Port of /metrics; 0 turns it off")
+    metrics_host: str = Field(
+        "127.0.0.1", min_length=1,
+        description="Address /metrics binds to; 0.0.0.0 serves every interface")
+    max_future_skew_seconds: float = Field(
+        86_400.0, gt=0, le=366 * 86_400.0,
+        description="How far ahead of its market's and the stage's event time a tick may be")
+    broker_timeout_seconds: float = Field(
+        300.0, gt=0,
+        description="How long clients wait out an unreachable broker before failing")
     web_port: int = Field(6066, ge=1, le=65535, description="Port of the Faust web server")
     data_dir: Path = Field(Path(".spotsched"), description="Worker's local state directory")
 
@@ -65,8 +79,15 @@ class Settings(BaseSettings):
     def _servers(cls, value: str) -> str:
         servers = [s.strip() for s in value.split(",") if s.strip()]
         if not servers or any(":" not in s for s in servers):
-            raise ValueError(f"{value!r}: expected host:port[,host:port...]")
+            raise ValueError("expected host:port[,host:port...]")
         return ",".join(servers)
+
+    @field_validator("ssl_cafile", "ssl_certfile", "ssl_keyfile")
+    @classmethod
+    def _readable(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise ValueError("expected an existing file (no such file)")
+        return value
 
     def kafka_options(self) -> dict[str, object]:
         """Connection options for aiokafka clients (secrets revealed only here)."""
@@ -86,15 +107,24 @@ class Settings(BaseSettings):
                 self.sasl_password.get_secret_value() if self.sasl_password else ""
             )
         if self.security_protocol in ("SSL", "SASL_SSL"):
-            import ssl
+            options["ssl_context"] = self.ssl_context()
+        return options
 
+    def ssl_context(self) -> ssl.SSLContext:
+        """The TLS context of SSL and SASL_SSL; a file that cannot be used is named."""
+        try:
             context = ssl.create_default_context(
                 cafile=str(self.ssl_cafile) if self.ssl_cafile else None)
-            if self.ssl_certfile:
+        except (OSError, ssl.SSLError) as exc:
+            raise ValueError(_file_problem("ssl_cafile", self.ssl_cafile, exc)) from None
+        if self.ssl_certfile:
+            try:
                 context.load_cert_chain(str(self.ssl_certfile),
                                         str(self.ssl_keyfile) if self.ssl_keyfile else None)
-            options["ssl_context"] = context
-        return options
+            except (OSError, ssl.SSLError) as exc:
+                raise ValueError(
+                    _file_problem("ssl_certfile", self.ssl_certfile, exc)) from None
+        return context
 
     def catalogue(self) -> tuple[Market, ...]:
         """The markets the scheduler plans over, in the catalogue file's order."""
@@ -104,6 +134,41 @@ class Settings(BaseSettings):
                 "one with 'spotsched markets --trace PATH > markets.json'"
             )
         return read_catalogue(self.markets_file)
+
+
+def env_name(field: str) -> str:
+    """The environment variable of a setting."""
+    return ENV_PREFIX + field.upper()
+
+
+def _file_problem(field: str, path: Path | None, error: Exception) -> str:
+    reason = getattr(error, "strerror", None) or getattr(error, "reason", None) or str(error)
+    return (f"{field} ({env_name(field)}) = {str(path)!r}: expected a readable PEM file "
+            f"({reason})")
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the environment with ``overrides`` (given flags) on top; a bad value
+    raises a one-line ``ValueError`` naming the setting, its variable and what was expected,
+    never a secret."""
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        raise ValueError("; ".join(_describe(error) for error in exc.errors())) from None
+
+
+def _describe(error: Any) -> str:
+    loc = [str(part) for part in error["loc"]]
+    field = loc[0] if loc else "settings"
+    name = f"{'.'.join(loc) or field} ({env_name('__'.join(loc) or field)})"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if message.startswith("Input should be "):
+        message = "expected " + message.removeprefix("Input should be ")
+    if field in SECRETS or error["type"] == "missing":
+        return f"{name}: {message}"
+    value = error.get("input")
+    shown = str(value) if isinstance(value, Path) else value
+    return f"{name} = {shown!r}: {message}"
 
 
 def read_catalogue(path: Path) -> tuple[Market, ...]:

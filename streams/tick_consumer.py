@@ -19,6 +19,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord
 from aiokafka.errors import CommitFailedError
 from mode import Service
 
+from streams.kafka_connect import retrying, start_client
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -47,8 +48,8 @@ class TickConsumer(Service):
 
     Started with the Faust app (``app.service``) once its producer runs, and stopped before
     it: stopping lets the batch in flight finish (handled, delivered, committed), stops
-    consuming, then leaves the group. An error other than a failed commit crashes the worker,
-    which is safe to restart.
+    consuming, then leaves the group. A commit is retried while the broker is away; an error
+    other than a failed commit crashes the worker, which is safe to restart.
     """
 
     def __init__(self, settings: Settings, handle: BatchHandler, **kwargs: Any) -> None:
@@ -61,11 +62,12 @@ class TickConsumer(Service):
         self._consuming: asyncio.Future[Any] | None = None
 
     async def on_start(self) -> None:
-        self._consumer = AIOKafkaConsumer(
-            **self.settings.kafka_options(), group_id=group_id(self.settings),
-            enable_auto_commit=False, auto_offset_reset="earliest",
-            fetch_max_wait_ms=FETCH_WAIT_MS)
-        await self._consumer.start()
+        self._consumer = await start_client(
+            lambda: AIOKafkaConsumer(
+                **self.settings.kafka_options(), group_id=group_id(self.settings),
+                enable_auto_commit=False, auto_offset_reset="earliest",
+                fetch_max_wait_ms=FETCH_WAIT_MS),
+            self.settings, f"consuming {self.topic}")
         self._consumer.subscribe([self.topic], listener=_Handover(self._batch))
         self._consuming = self.add_future(self._consume(self._consumer))
 
@@ -93,7 +95,8 @@ class TickConsumer(Service):
         self, consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]
     ) -> None:
         try:
-            await consumer.commit(offsets)
+            await retrying(lambda: consumer.commit(offsets), self.settings,
+                           f"committing {self.topic} offsets")
         except CommitFailedError as exc:
             # The group moved on; the partition's new owner re-emits the same outputs.
             log.warning("%s: commit of %s failed, left to the next owner: %s",

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from streams.kafka_connect import start_client
 from streams.settings import Settings
 
 FOREVER = "-1"
@@ -36,8 +37,8 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
 async def ensure_topics(settings: Settings, names: Collection[str] | None = None) -> None:
     """Create missing topics (only ``names``, when given); fail clearly when one exists with
     other partition counts."""
-    admin = AIOKafkaAdminClient(**settings.kafka_options())
-    await admin.start()
+    admin = await start_client(lambda: AIOKafkaAdminClient(**settings.kafka_options()),
+                               settings, f"creating topics on {settings.bootstrap_servers}")
     try:
         specs = [s for s in topic_specs(settings) if names is None or s.name in names]
         existing = set(await admin.list_topics())

@@ -194,6 +194,7 @@ class PolicySelection:
         self._member_context = member_context or {}
         self._live: dict[int, Policy] = {}
         self._shadows: list[Engine] = []
+        self._shadowed = -1
         self._assigned: dict[str, _Assignment] = {}  # live jobs, by the member playing them
         self._open: dict[str, _Assignment] = {}  # rounds the shadows have not settled
 
@@ -212,8 +213,10 @@ class PolicySelection:
                     view.job, round_, played, fallback)
                 for shadow in self._shadows:
                     shadow.add_job(view.job)
-        for shadow in self._shadows:
-            shadow.decide(obs.price_now, obs.availability_now, obs.outlooks)
+        if self._shadowed != obs.slot:  # once a slot, even if asked again about some jobs
+            self._shadowed = obs.slot
+            for shadow in self._shadows:
+                shadow.decide(obs.price_now, obs.availability_now, obs.outlooks)
         groups: dict[int, list[JobView]] = {}
         for view in obs.jobs:
             groups.setdefault(self._assigned[view.id].played, []).append(view)

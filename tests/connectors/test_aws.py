@@ -19,7 +19,7 @@ from connectors.aws import (
     AwsOptions,
     client_token,
 )
-from connectors.base import PermanentError, TransientError
+from connectors.base import FatalError, PermanentError, TransientError
 from streams.events import AvailabilityTick
 from tests.connectors.helpers import MARKET, OTHER_MARKET, decision
 
@@ -83,19 +83,19 @@ async def test_launches_tagged_spot_and_on_demand_in_the_markets_zone(connector,
 
 
 async def test_reconciles_scale_down_moves_across_regions_and_release(connector, moto_endpoint):
-    await connector.apply(decision("job-1", epoch=1, spot=3, on_demand=1))
-    await connector.apply(decision("job-2", epoch=1, on_demand=1))
+    await connector.apply(decision("job-1", epoch=480001, spot=3, on_demand=1))
+    await connector.apply(decision("job-2", epoch=480001, on_demand=1))
     first_spot = {i for i, _, lc, _, _ in instances(moto_endpoint, "job-1") if lc == "spot"}
-    down = await connector.apply(decision("job-1", epoch=2, spot=1, on_demand=2))
+    down = await connector.apply(decision("job-1", epoch=480002, spot=1, on_demand=2))
     assert (down.launched, down.terminated) == (1, 2)
     kept = {i for i, _, lc, _, _ in instances(moto_endpoint, "job-1") if lc == "spot"}
     assert len(kept) == 1 and kept <= first_spot
-    moved = await connector.apply(decision("job-1", epoch=3, market=OTHER_MARKET, spot=2))
+    moved = await connector.apply(decision("job-1", epoch=480003, market=OTHER_MARKET, spot=2))
     assert (moved.launched, moved.terminated) == (2, 3)
     assert counts(moto_endpoint, "job-1") == {(OTHER_MARKET, "spot"): 2}
     zones = {raw["Placement"]["AvailabilityZone"] for *_, raw in instances(moto_endpoint, "job-1")}
     assert zones == {"us-west-2a"}
-    released = await connector.apply(decision("job-1", epoch=4, reason="released: finished"))
+    released = await connector.apply(decision("job-1", epoch=480004, reason="released: finished"))
     assert (released.launched, released.terminated) == (0, 2)
     assert counts(moto_endpoint, "job-1") == {}
     assert counts(moto_endpoint, "job-2") == {(MARKET, "on-demand"): 1}
@@ -152,7 +152,7 @@ async def test_ec2_errors_are_sorted_into_transient_and_permanent(
 
 
 async def test_credential_errors_stop_the_worker_instead_of_dead_lettering(moto_endpoint):
-    with pytest.raises(ClientError, match="AuthFailure"):
+    with pytest.raises(FatalError, match="AuthFailure"):
         await refusing(moto_endpoint, "AuthFailure", ("on-demand",)).apply(
             decision("job-1", on_demand=1))
 
@@ -168,19 +168,19 @@ async def test_a_spot_interruption_is_reported_once_and_the_instance_replaced(
     from moto.backends import get_backend
     from moto.ec2.models.instances import StateReason
 
-    await connector.apply(decision("job-1", epoch=1, spot=2))
+    await connector.apply(decision("job-1", epoch=480001, spot=2))
     lost = next(i for i, *_ in instances(moto_endpoint, "job-1"))
     backend = get_backend("ec2")["123456789012"]["us-east-1"]
     backend.get_instance(lost).terminate()
     backend.get_instance(lost).state_reason = StateReason(
         "Server.SpotInstanceTermination: Spot instance termination",
         "Server.SpotInstanceTermination")
-    applied = await connector.apply(decision("job-1", epoch=2, spot=2))
+    applied = await connector.apply(decision("job-1", epoch=480002, spot=2))
     assert (applied.launched, applied.preempted) == (1, 1)
     assert applied.events == (AvailabilityTick(event_time=1.7e9, market=MARKET, available=1,
                                                reason="preempted"),)
     assert counts(moto_endpoint, "job-1") == {(MARKET, "spot"): 2}
-    again = await connector.apply(decision("job-1", epoch=3, spot=2))
+    again = await connector.apply(decision("job-1", epoch=480003, spot=2))
     assert (again.launched, again.preempted, again.events) == (0, 0, ())
 
 

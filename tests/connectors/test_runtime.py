@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.base import Applied, PermanentError, TransientError
+from connectors.base import Applied, FatalError, PermanentError, TransientError
 from connectors.memory import MemoryConnector
 from streams.events import (
     AvailabilityTick,
@@ -75,7 +75,7 @@ async def test_retries_then_dead_letters_keep_the_stream_flowing(kafka_settings,
         broken.idempotency_key: [PermanentError("market='x': expected an aws market")],
         hopeless.idempotency_key: [TransientError("endpoint down")] * 3,
     })
-    tick = PriceTick(event_time=0, market=MARKET, spot_price=1.0)
+    tick = PriceTick(event_time=1.7e9, market=MARKET, spot_price=1.0)
     messages = [flaky, broken, hopeless, b"{not json", tick, DECISIONS[3]]
     await publish(kafka_settings, kafka_settings.topics.decisions, messages)
     registry = await run_until_handled(kafka_settings, connector, len(messages), tmp_path)
@@ -96,6 +96,24 @@ async def test_retries_then_dead_letters_keep_the_stream_flowing(kafka_settings,
     assert reasons[3] == "type='price_tick': expected 'provisioning_decision' on " \
         f"{kafka_settings.topics.decisions}"
     assert letters[2].original() == b"{not json"
+
+
+async def test_a_connector_bug_dead_letters_one_decision_and_a_fatal_error_stops(
+        kafka_settings, tmp_path):
+    buggy, fine, fatal = DECISIONS[:3]
+    connector = MemoryConnector({buggy.idempotency_key: [ZeroDivisionError("a bug")],
+                                 fatal.idempotency_key: [FatalError("AuthFailure")]})
+    await publish(kafka_settings, kafka_settings.topics.decisions, [buggy, fine, fatal])
+    with pytest.raises(FatalError, match="AuthFailure"):
+        await run_until_handled(kafka_settings, connector, 3, tmp_path)
+    assert connector.decisions == [fine]
+    (letter,) = await read_all(kafka_settings, kafka_settings.topics.dead_letters)
+    assert (letter.offset, letter.error_type, letter.reason) == (0, "ZeroDivisionError",
+                                                               "a bug")
+    assert await committed(kafka_settings, "connector-test") == 2  # the fatal one waits
+    registry = await run_until_handled(kafka_settings, connector, 1, tmp_path)
+    assert connector.decisions == [fine, fatal]
+    assert sample(registry, "spotsched_connector_decisions_applied_total", "memory") == 1
 
 
 async def test_a_crash_after_recording_skips_the_decision_and_one_before_reapplies_it(

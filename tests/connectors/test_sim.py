@@ -130,11 +130,13 @@ def epoch_of(run: Replay, slot: int) -> int:
     ({"market": "aws/mars-1/mars-1a/p3.2xlarge"}, "expected a market of the simulated cloud"),
     ({"on_demand": 3}, "3 instances; expected 0 or n_min=1..n_max=2"),
     ({"slot_seconds": 600.0}, "slot_seconds=600: expected 3600"),
-    ({"epoch": 1}, "expected a slot boundary from"),
+    ({"epoch": 10**6}, "expected a slot boundary from"),
     ({"job_id": "nobody"}, "job_id='nobody': expected a job the cloud knows"),
 ])
 def test_decisions_the_cloud_cannot_run_are_permanent_errors(run, cloud, changes, message):
-    base = {"epoch": epoch_of(run, 2), "market": run.data.markets[0].key, "on_demand": 1}
+    slots_per_hour = SLOT / changes.get("slot_seconds", SLOT)  # the same start either way
+    base = {"epoch": round(epoch_of(run, 2) * slots_per_hour), "market": run.data.markets[0].key,
+            "on_demand": 1}
     with pytest.raises(PermanentError, match=message.replace("(", r"\(")):
         cloud.apply(decision(**{**base, **changes}))
 

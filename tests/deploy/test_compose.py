@@ -136,6 +136,8 @@ def test_prometheus_scrapes_the_workers_and_connectors_where_they_serve():
         (sd,) = scrapes[job]["dns_sd_configs"]
         assert sd["names"] == [service]
         assert str(sd["port"]) == environment(SERVICES[service])["SPOTSCHED_METRICS_PORT"]
+        # /metrics binds loopback by default: a container must serve every interface
+        assert environment(SERVICES[service])["SPOTSCHED_METRICS_HOST"] == "0.0.0.0"
     (manager,) = config["alerting"]["alertmanagers"]
     host, port = manager["static_configs"][0]["targets"][0].split(":")
     assert host == "alertmanager" and f"{port}:{port}" in SERVICES[host]["ports"]

@@ -12,10 +12,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from aiokafka import AIOKafkaProducer
+
 from solver.market import Market
 from streams.events import DeadLetter, Envelope, ProvisioningDecision
 from streams.kafka_io import read_events
 from streams.pipeline import decision_rows
+from streams.replay_events import partition_for
 from streams.settings import Settings, Topics, write_catalogue
 
 REPO = Path(__file__).resolve().parents[2]
@@ -132,6 +135,20 @@ class Pipeline:
         missing = sorted(want - set(rows))[:5]
         raise AssertionError(f"{len(want - set(rows))} decisions missing, e.g. {missing}\n"
                              f"{self.worker_logs()}")
+
+
+async def publish_raw(pipeline: Pipeline, messages: Iterable[tuple[str, str, bytes]]) -> None:
+    """Raw bytes to the partition their key maps to, as any producer would send them."""
+    counts = {pipeline.topics.market_ticks: pipeline.market_partitions,
+              pipeline.topics.job_events: pipeline.job_partitions}
+    producer = AIOKafkaProducer(**pipeline.settings.kafka_options(), max_request_size=2**21)
+    await producer.start()
+    try:
+        for topic, key, raw in messages:
+            await producer.send_and_wait(topic, raw, key=key.encode(),
+                                         partition=partition_for(key, counts[topic]))
+    finally:
+        await producer.stop()
 
 
 def rows_from_jsonl(path: Path) -> list[tuple]:

@@ -15,6 +15,7 @@ from streams.devkafka import (
     fetch_jars,
     free_port,
     kafka_home,
+    port_is_free,
     wait_ready,
 )
 from tests.kafka_fixture import TopicFactory
@@ -114,3 +115,28 @@ def test_failed_start_reports_the_broker_log(tmp_path_factory: pytest.TempPathFa
         with pytest.raises(DevKafkaError, match=r"(?s)exited with code 1.*first error.*in use"):
             broker.start(timeout=60)
     assert broker.process is None
+
+
+def test_a_crashed_broker_restarts_on_its_port_at_once(tmp_path_factory: pytest.TempPathFactory
+                                                       ) -> None:
+    data = tmp_path_factory.mktemp("restart")
+    broker = KafkaBroker(fetch_jars(kafka_home()), data)
+    broker.start()
+    port = broker.port
+    client = socket.create_connection(("127.0.0.1", port))  # open when the broker dies
+    try:
+        assert broker.process is not None
+        broker.process.kill()  # the broker closes the connection: its side is in TIME-WAIT
+        broker.process.wait()
+    finally:
+        client.close()
+    # a check without SO_REUSEADDR would refuse the port
+    with socket.socket() as plain, pytest.raises(OSError):
+        plain.bind(("127.0.0.1", port))
+    assert port_is_free(port)
+    again = KafkaBroker(fetch_jars(kafka_home()), data, port)
+    try:
+        again.start(timeout=90)
+        wait_ready(again.bootstrap, timeout=5)
+    finally:
+        again.stop()

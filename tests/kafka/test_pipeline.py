@@ -8,7 +8,6 @@ import math
 import signal
 
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from solver.market import build_market_data
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
@@ -16,9 +15,9 @@ from solver.workload import WorkloadSpec, generate_jobs
 from streams.events import JobSubmitted, PriceTick, dump_event
 from streams.kafka_io import publish_replay
 from streams.pipeline import decision_rows
-from streams.replay_events import partition_for, trace_events
+from streams.replay_events import trace_events
 from streams.settings import read_catalogue
-from tests.kafka.pipeline_harness import Pipeline, rows_from_jsonl, wait_for
+from tests.kafka.pipeline_harness import Pipeline, publish_raw, rows_from_jsonl, wait_for
 from tests.traces_dir import needs_traces, traces_dir
 
 pytestmark = pytest.mark.kafka
@@ -96,7 +95,7 @@ def test_invalid_events_are_dead_lettered_while_valid_ones_flow(pipelines, tmp_p
         (jobs, "x", b'{"type": "job_submitted", "job_id": "x"}'),
         (jobs, "x", b"\xff\xfe"),
     ]
-    asyncio.run(_publish_raw(pipeline, bad))
+    asyncio.run(publish_raw(pipeline, bad))
     asyncio.run(publish_replay(pipeline.settings, iter(events)))
     assert pipeline.wait_for_rows(expected) == expected
     # After the replay: a tick older than its market's last one, and a job already too late.
@@ -104,7 +103,7 @@ def test_invalid_events_are_dead_lettered_while_valid_ones_flow(pipelines, tmp_p
     past = JobSubmitted(event_time=first, job_id="too-late", workload=1.0, release=first,
                         soft_deadline=first.timestamp() + 3600,
                         hard_deadline=first.timestamp() + 3600)
-    asyncio.run(_publish_raw(pipeline, [(ticks, market, dump_event(late)),
+    asyncio.run(publish_raw(pipeline, [(ticks, market, dump_event(late)),
                                         (jobs, "too-late", dump_event(past))]))
     letters = wait_for(lambda: pipeline.dead_letters(), lambda ls: len(ls) >= 8)
     reasons = " | ".join(d.reason for d in letters)
@@ -149,20 +148,6 @@ def test_a_killed_worker_restarts_without_losing_state_or_decisions(pipelines, t
     for decision in pipeline.decisions():
         by_key.setdefault(decision.idempotency_key, set()).add(dump_event(decision))
     assert all(len(versions) == 1 for versions in by_key.values())
-
-
-async def _publish_raw(pipeline: Pipeline, messages: list[tuple[str, str, bytes]]) -> None:
-    """Raw bytes to the partition their key maps to, as any producer would send them."""
-    counts = {pipeline.topics.market_ticks: pipeline.market_partitions,
-              pipeline.topics.job_events: pipeline.job_partitions}
-    producer = AIOKafkaProducer(bootstrap_servers=pipeline.bootstrap)
-    await producer.start()
-    try:
-        for topic, key, raw in messages:
-            await producer.send_and_wait(topic, raw, key=key.encode(),
-                                         partition=partition_for(key, counts[topic]))
-    finally:
-        await producer.stop()
 
 
 def _run_cli(cwd, *args: str) -> str:

@@ -100,11 +100,13 @@ def test_job_outcomes():
     assert job_outcome(JobState(job, 0.0, completion=19 * H, finished=True)) == "finished"
     assert job_outcome(JobState(job, 0.0, completion=21 * H, finished=True)) == "deadline_missed"
     assert job_outcome(JobState(job, 3.0, finished=True)) == "deadline_missed"
+    assert job_outcome(JobState(job, 3.0, finished=True, failure="no plan")) == "failed"
 
 
 def test_reason_kinds_and_epoch_lag():
     assert reason_kind(EventError("not JSON")) == "invalid"
     assert reason_kind(RejectedEvent("late tick")) == "rejected"
+    assert reason_kind(ZeroDivisionError("a stage bug")) == "error"
     assert epoch_lag(7300.0, 3600.0) == 3700.0
     assert epoch_lag(3000.0, 3600.0) == 0.0
 
@@ -137,6 +139,7 @@ def test_the_registry_follows_the_pipeline(market):
 
     assert math.isnan(value("spotsched_market_spot_price_usd_per_hour", market=keys[0]))
     assert value("spotsched_last_epoch_closed_timestamp_seconds") == 123.0
+    assert value("spotsched_last_decision_timestamp_seconds") == 123.0
     assert value("spotsched_dead_letters_total", topic="ticks", reason_kind="invalid") == 0.0
     stage = MarketStage(data.markets, H)
     coordinator = EpochCoordinator(data.markets, H)
@@ -161,7 +164,7 @@ def test_the_registry_follows_the_pipeline(market):
                     scheduler.handle(JobCancelled(event_time=epoch.event_time,
                                                   job_id="dropped"))
                 decisions = scheduler.handle(epoch)
-                metrics.scheduled(scheduler.engine, decisions)
+                metrics.scheduled(scheduler.engine, decisions, 2000.0 + epochs)
                 for d in decisions:
                     if value("spotsched_job_slack_seconds", job_id=d.job_id) is not None:
                         assert value("spotsched_job_slack_seconds", job_id=d.job_id) == \
@@ -184,6 +187,7 @@ def test_the_registry_follows_the_pipeline(market):
     assert value("spotsched_decisions_emitted_total") >= epochs
     assert value("spotsched_events_consumed_total", topic="ticks") > epochs
     assert value("spotsched_last_epoch_closed_timestamp_seconds") == 1000.0 + epochs
+    assert value("spotsched_last_decision_timestamp_seconds") == 2000.0 + epochs
     assert 0.0 <= value("spotsched_epoch_lag_seconds") < 2 * H
     assert value("spotsched_slot_seconds") == H
     last = ticks[0]
@@ -201,8 +205,12 @@ def test_dead_letters_count_by_topic_and_kind():
     metrics.dead_lettered("a", EventError("bad"))
     metrics.dead_lettered("a", RejectedEvent("late"))
     metrics.dead_lettered("a", RejectedEvent("late"))
+    metrics.dead_lettered("b", KeyError("bug"))
+    metrics.stage_failed("scheduler", KeyError("bug"))
     counts = {(s.labels["topic"], s.labels["reason_kind"]): s.value
               for family in registry.collect() if family.name == "spotsched_dead_letters"
               for s in family.samples if s.name.endswith("_total")}
-    assert counts == {("a", "invalid"): 1.0, ("a", "rejected"): 2.0,
-                      ("b", "invalid"): 0.0, ("b", "rejected"): 0.0}
+    assert counts == {("a", "invalid"): 1.0, ("a", "rejected"): 2.0, ("a", "error"): 0.0,
+                      ("b", "invalid"): 0.0, ("b", "rejected"): 0.0, ("b", "error"): 1.0}
+    assert registry.get_sample_value("spotsched_stage_errors_total",
+                                     {"stage": "scheduler", "error_type": "KeyError"}) == 1.0

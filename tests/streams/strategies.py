@@ -9,6 +9,13 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import strategies as st
 
 from streams.events import (
+    MAX_AVAILABLE,
+    MAX_INSTANCES,
+    MAX_OVERHEAD_SECONDS,
+    MAX_PRICE,
+    MAX_SLOT_SECONDS,
+    MIN_PRICE,
+    MIN_SLOT_SECONDS,
     AvailabilityTick,
     DeadLetter,
     Envelope,
@@ -26,19 +33,27 @@ from streams.events import (
 times = st.datetimes(
     min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
 )
+releases = st.datetimes(  # room for deadlines up to 2 * 10**7 s later, before 2100
+    min_value=datetime(2000, 1, 1), max_value=datetime(2099, 5, 1), timezones=st.just(UTC)
+)
 names = st.text(string.ascii_lowercase + string.digits + "-._", min_size=1, max_size=12)
 market_keys = st.tuples(names, names, names, names).map("/".join)
 job_ids = st.text(min_size=1, max_size=40)
 texts = st.text(max_size=60)
 amounts = st.floats(min_value=0, max_value=1e6)
 positives = st.floats(min_value=1e-6, max_value=1e6)
+prices = st.floats(min_value=0, max_value=MAX_PRICE)
+tick_prices = st.floats(min_value=MIN_PRICE, max_value=MAX_PRICE)
+slot_lengths = st.floats(min_value=MIN_SLOT_SECONDS, max_value=MAX_SLOT_SECONDS)
 counts = st.integers(min_value=0, max_value=10_000)
+instances = st.integers(min_value=0, max_value=MAX_INSTANCES)
+available = st.integers(min_value=0, max_value=MAX_AVAILABLE)
 seconds = st.integers(min_value=1, max_value=10**7).map(lambda s: timedelta(seconds=s))
 
 
 @st.composite
 def job_submitted(draw: st.DrawFn) -> JobSubmitted:
-    release = draw(times)
+    release = draw(releases)
     soft = release + draw(seconds)
     n_min = draw(st.integers(1, 64))
     value = draw(amounts)
@@ -56,7 +71,7 @@ def job_submitted(draw: st.DrawFn) -> JobSubmitted:
         value=value,
         value_at_hard_deadline=draw(st.floats(-1e6, value)),
         miss_penalty=draw(amounts),
-        restart_overhead=draw(amounts),
+        restart_overhead=draw(st.floats(0, MAX_OVERHEAD_SECONDS)),
         allowed_markets=draw(st.none() | st.lists(market_keys, min_size=1, max_size=4)),
         allow_spot=draw(st.booleans()),
     )
@@ -66,14 +81,14 @@ price_ticks = st.builds(
     PriceTick,
     event_time=times,
     market=market_keys,
-    spot_price=amounts,
-    on_demand_price=st.none() | positives,
+    spot_price=tick_prices,
+    on_demand_price=st.none() | tick_prices,
 )
 availability_ticks = st.builds(
     AvailabilityTick,
     event_time=times,
     market=market_keys,
-    available=counts,
+    available=available,
     reason=st.sampled_from([None, "obtained", "refused", "preempted", "probe"]),
 )
 job_progress = st.builds(
@@ -93,10 +108,10 @@ decisions = st.builds(
     job_id=job_ids,
     epoch=counts,
     slot_start=times,
-    slot_seconds=positives,
+    slot_seconds=slot_lengths,
     market=market_keys,
-    spot=counts,
-    on_demand=counts,
+    spot=instances,
+    on_demand=instances,
     revision=counts,
     policy=names,
     expected_cost_usd=amounts,
@@ -127,11 +142,11 @@ market_boundaries = st.builds(
     MarketBoundary,
     event_time=times,
     market=market_keys,
-    slot_seconds=positives,
-    price=st.none() | amounts,
-    availability=st.none() | counts,
-    price_now=amounts,
-    availability_now=counts,
+    slot_seconds=slot_lengths,
+    price=st.none() | prices,
+    availability=st.none() | available,
+    price_now=prices,
+    availability_now=available,
 )
 
 
@@ -139,8 +154,8 @@ market_forecasts = st.builds(
     MarketForecast,
     event_time=times,
     market=market_keys,
-    slot_seconds=positives,
-    price=st.lists(st.none() | amounts, max_size=6).map(tuple),
+    slot_seconds=slot_lengths,
+    price=st.lists(st.none() | prices, max_size=6).map(tuple),
     availability=st.lists(st.none() | st.floats(0, 1), max_size=6).map(tuple),
     price_error=st.none() | amounts,
     availability_error=st.none() | amounts,
@@ -154,12 +169,13 @@ def epochs(draw: st.DrawFn) -> EpochClosed:
     return EpochClosed(
         event_time=draw(times),
         epoch=draw(counts),
-        slot_seconds=draw(positives),
+        slot_seconds=draw(slot_lengths),
         markets=tuple(draw(st.lists(market_keys, min_size=n, max_size=n))),
-        price=tuple(draw(st.lists(amounts, min_size=n, max_size=n))) if closed else None,
-        availability=tuple(draw(st.lists(counts, min_size=n, max_size=n))) if closed else None,
-        price_now=tuple(draw(st.lists(amounts, min_size=n, max_size=n))),
-        availability_now=tuple(draw(st.lists(counts, min_size=n, max_size=n))),
+        price=tuple(draw(st.lists(prices, min_size=n, max_size=n))) if closed else None,
+        availability=tuple(draw(st.lists(available, min_size=n, max_size=n))) if closed
+        else None,
+        price_now=tuple(draw(st.lists(prices, min_size=n, max_size=n))),
+        availability_now=tuple(draw(st.lists(available, min_size=n, max_size=n))),
     )
 
 

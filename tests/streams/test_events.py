@@ -154,8 +154,9 @@ def test_from_job_inverts_to_job(event):
 @pytest.mark.parametrize(("raw", "message"), [
     (wire(PRICE, spot_price=math.nan), "PriceTick.spot_price = nan: expected a finite number"),
     (wire(PRICE, spot_price=math.inf), "PriceTick.spot_price = inf: expected a finite number"),
-    (wire(PRICE, spot_price=-0.5), "PriceTick.spot_price = -0.5: expected >= 0"),
-    (wire(PRICE, on_demand_price=0.0), "PriceTick.on_demand_price = 0.0: expected > 0"),
+    (wire(PRICE, spot_price=-0.5), "PriceTick.spot_price = -0.5: expected >= 1e-06"),
+    (wire(PRICE, spot_price=0.0), "PriceTick.spot_price = 0.0: expected >= 1e-06"),
+    (wire(PRICE, on_demand_price=0.0), "PriceTick.on_demand_price = 0.0: expected >= 1e-06"),
     (wire(PRICE, market="aws/us-east-1"),
      "PriceTick.market = 'aws/us-east-1': expected a market key "
      "'cloud/region/zone/instance_type' of four non-empty parts"),
@@ -179,20 +180,21 @@ def test_from_job_inverts_to_job(event):
     (wire(JOB, n_min=4, n_max=2), "JobSubmitted.n_max = 2: expected >= n_min (4)"),
     (wire(JOB, n_min=0), "JobSubmitted.n_min = 0: expected >= 1"),
     (wire(JOB, workload=0), "JobSubmitted.workload = 0: expected > 0"),
-    (wire(JOB, beta=-1.0), "JobSubmitted.beta = -1.0: expected alpha * n_min + beta > 0"),
+    (wire(JOB, beta=-1.0),
+     "JobSubmitted.beta = -1.0: expected alpha * n_min + beta >= 1e-06 (alpha=1.0, n_min=1)"),
     (wire(JOB, value=1.0, value_at_hard_deadline=2.0),
      "JobSubmitted.value_at_hard_deadline = 2.0: expected <= value (1.0)"),
     (wire(JOB, allowed_markets=["a/b/c/d", "bad"]),
      "JobSubmitted.allowed_markets[1] = 'bad': expected a market key"),
     (wire(JOB, n_max="4"), "JobSubmitted.n_max = '4': expected a valid integer"),
     (wire(JOB, allow_spot="yes"), "JobSubmitted.allow_spot = 'yes': expected a valid boolean"),
-    (wire({"type": "availability_tick", "event_time": 0, "market": MARKET, "available": 1},
+    (wire({"type": "availability_tick", "event_time": 1e9, "market": MARKET, "available": 1},
           reason="stolen"),
      "AvailabilityTick.reason = 'stolen': expected 'obtained', 'refused', 'preempted' or "
      "'probe'"),
-    (wire({"type": "job_progress", "event_time": 0, "job_id": "j", "work_done": 1.0},
+    (wire({"type": "job_progress", "event_time": 1e9, "job_id": "j", "work_done": 1.0},
           remaining_work=-1.0), "JobProgress.remaining_work = -1.0: expected > 0"),
-    (wire({"type": "dead_letter", "event_time": 0, "raw": "not base64!",
+    (wire({"type": "dead_letter", "event_time": 1e9, "raw": "not base64!",
            "raw_encoding": "base64", "source_topic": "t", "reason": "r", "error_type": "E"}),
      "DeadLetter.raw = 'not base64!': expected base64 text"),
 ])
@@ -263,3 +265,74 @@ def test_dead_letter_keeps_the_original_bytes(raw, encoding):
     assert letter.key == "prices" and letter.error_type == "EventError"
     assert letter.reason == str(error)
     assert parse_event(dump_event(letter)) == letter
+
+
+# --- plausibility: every number finite and bounded, every time in range ------------------
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    (wire(PRICE, spot_price=1e308), "PriceTick.spot_price = 1e+308: expected <= 10,000"),
+    ('{"type": "price_tick", "event_time": 1e9, "market": "a/b/c/d", "spot_price": -Infinity}',
+     "PriceTick.spot_price = -inf: expected a finite number"),
+    (wire(PRICE, spot_price=10**400), "PriceTick.spot_price = 1000000000"),
+    (wire(PRICE, on_demand_price=20_000.0), "PriceTick.on_demand_price = 20000.0: expected <= "
+                                            "10,000"),
+    (wire(PRICE, event_time="0001-01-01T00:00:00Z"),
+     "PriceTick.event_time = '0001-01-01T00:00:00Z': expected a time from "
+     "2000-01-01T00:00:00Z to 2100-01-01T00:00:00Z"),
+    (wire(PRICE, event_time="9999-12-31T00:00:00Z"),
+     "PriceTick.event_time = '9999-12-31T00:00:00Z': expected a time from"),
+    (wire(PRICE, event_time="9999-12-31T23:00:00-05:00"), "PriceTick.event_time = "),
+    (wire(PRICE, event_time=-1e12), "PriceTick.event_time = -1000000000000.0: expected a time"),
+    (wire({"type": "availability_tick", "event_time": 1e9, "market": MARKET}, available=10**30),
+     "AvailabilityTick.available = 1000000000000000000000000000000: expected <= 1,000,000"),
+    (wire(JOB, workload=1e308), "JobSubmitted.workload = 1e+308: expected <= 10,000,000"),
+    (wire(JOB, n_max=10**6), "JobSubmitted.n_max = 1000000: expected <= 10,000"),
+    (wire(JOB, alpha=-1.0), "JobSubmitted.alpha = -1.0: expected >= 0"),
+    (wire(JOB, alpha=1e-300), "JobSubmitted.beta = 0.0: expected alpha * n_min + beta >= 1e-06"),
+    (wire(JOB, restart_overhead=1e9), "JobSubmitted.restart_overhead = 1000000000.0: expected "
+                                      "<= 86,400"),
+    (wire(JOB, value=1e15), "JobSubmitted.value = 1000000000000000.0: expected <= "
+                            "1,000,000,000"),
+    (wire(JOB, hard_deadline="2100-01-02T00:00:00Z"), "JobSubmitted.hard_deadline = "),
+    (wire({"type": "job_progress", "event_time": 1e9, "job_id": "j"}, work_done=1e308),
+     "JobProgress.work_done = 1e+308: expected <= 10,000,000"),
+    (wire(PRICE, market="a/b/c/" + "d" * 300), "PriceTick.market = 'a/b/c/ddd"),
+    ("[" * 100_000 + "]" * 100_000,
+     "event nests arrays or objects deeper than 4 levels: expected a flat JSON object"),
+    (wire(PRICE, extra={"a": [[[[1]]]]}), "event nests arrays or objects deeper than 4 levels"),
+    (wire(PRICE, reason="x" * 2_000_000), "event is 2,000,"),
+    ('{"spot_price": ' + "9" * 5000 + "}", "event holds a number that cannot be read"),
+])
+def test_implausible_values_are_rejected_naming_the_field(raw, message):
+    assert rejection(raw).startswith(message)
+
+
+def test_bounds_are_documented_in_the_json_schemas():
+    from streams.schema import json_schemas
+
+    schemas = json_schemas()
+    price = schemas["price_tick"]["properties"]["spot_price"]
+    assert (price["minimum"], price["maximum"]) == (1e-6, 10_000.0)
+    workload = schemas["job_submitted"]["properties"]["workload"]
+    assert workload["maximum"] == 1e7 and workload["exclusiveMinimum"] == 0
+    text, number = schemas["price_tick"]["properties"]["event_time"]["anyOf"]
+    assert "2000-01-01T00:00:00Z to 2100-01-01T00:00:00Z" in text["description"]
+    assert (number["minimum"], number["maximum"]) == (946_684_800, 4_102_444_800)
+    assert "1e-06" in schemas["job_submitted"]["properties"]["beta"]["description"]
+
+
+def test_a_dead_letter_keeps_the_key_and_the_head_of_a_huge_message():
+    from streams.events import DEAD_LETTER_RAW_BYTES, EARLIEST_TIME, LATEST_TIME
+
+    raw = b"\xff" + b"x" * (2 * DEAD_LETTER_RAW_BYTES)
+    letter = DeadLetter.from_raw(raw, EventError("too long"), source_topic="ticks",
+                                 event_time=-5.0, partition=1, offset=7, key=b"m\xfey")
+    assert letter.raw_truncated and letter.raw_size == len(raw)
+    assert letter.original() == raw[:DEAD_LETTER_RAW_BYTES]
+    assert letter.source_key == "m\\xfey" and letter.event_time == EARLIEST_TIME
+    assert len(dump_event(letter)) < 1_000_000  # fits Kafka's default message size
+    assert parse_event(dump_event(letter)) == letter
+    later = DeadLetter.from_raw(b"{}", ValueError("x"), source_topic="t", event_time=1e12)
+    assert later.event_time == LATEST_TIME and not later.raw_truncated
+    assert later.raw_size == 2 and later.source_key is None

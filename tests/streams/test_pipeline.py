@@ -76,12 +76,14 @@ def test_every_job_gets_a_release_decision_when_it_leaves(market):
 def test_unknown_markets_late_ticks_and_past_deadlines_are_rejected(market):
     ticks, data, jobs = market
     stage = MarketStage(data.markets, SLOT)
-    key = data.markets[0].key
-    stage.handle(PriceTick(event_time=7200, market=key, spot_price=1.0))
+    key, t0 = data.markets[0].key, data.origin
+    stage.handle(PriceTick(event_time=t0, market=key, spot_price=1.0))
+    stage.handle(AvailabilityTick(event_time=t0, market=key, available=1))
+    assert stage.handle(PriceTick(event_time=t0 + SLOT + 1, market=key, spot_price=1.0))
     with pytest.raises(RejectedEvent, match="late tick"):
-        stage.handle(AvailabilityTick(event_time=3600, market=key, available=1))
+        stage.handle(AvailabilityTick(event_time=t0 + 10, market=key, available=1))
     with pytest.raises(RejectedEvent, match="expected a market of the catalogue"):
-        stage.handle(PriceTick(event_time=9000, market="aws/x/y/z", spot_price=1.0))
+        stage.handle(PriceTick(event_time=t0, market="aws/x/y/z", spot_price=1.0))
     scheduler = PartitionScheduler(data.markets, SLOT, lambda: make_policy("greedy"))
     coordinator = EpochCoordinator(data.markets, SLOT)
     events = trace_events(ticks, [])

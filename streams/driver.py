@@ -1,0 +1,78 @@
+"""Messages into a stage, outcomes out: the one code path of the Kafka worker (live and while it
+rebuilds a stage from the log) and of the in-memory pipeline.
+
+A message is decoded, checked to be of a type the stage takes, and handled. Whatever fails on
+the way — bad bytes, a schema violation, an event the stage rejects, or any exception the
+stage raises — rejects the message: it becomes a dead letter with the reason, and the stage
+goes on with the next message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from streams.events import DeadLetter, Envelope, EventError, parse_event
+from streams.stage import Fault, Message, RejectedEvent, Rejection, StageOutput
+
+
+class Stage(Protocol):
+    name: str
+    accepts: tuple[type[Envelope], ...]
+
+    def handle(self, event: Any, message: Message | None = None) -> list[StageOutput]: ...
+
+
+@dataclass
+class Outcome:
+    """What one message made a stage do."""
+
+    event: Envelope | None = None
+    """The decoded message, when the stage took it."""
+    outputs: list[Envelope] = field(default_factory=list)
+    rejections: list[Rejection] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
+
+
+class Driver:
+    """One stage, fed the messages of one partition in offset order."""
+
+    def __init__(self, stage: Stage) -> None:
+        self.stage = stage
+        self.accepts = stage.accepts
+
+    def process(self, message: Message) -> Outcome:
+        try:
+            event = parse_event(message.value)
+            if not isinstance(event, self.accepts):
+                raise RejectedEvent(
+                    f"type={event.type!r}: expected one of "
+                    f"{', '.join(c.model_fields['type'].default for c in self.accepts)} on "
+                    f"{message.topic}"
+                )
+            results = self.stage.handle(event, message)
+        except Exception as exc:
+            return Outcome(rejections=[Rejection(message, exc)])
+        outcome = Outcome(event=event)
+        for result in results:
+            if isinstance(result, Rejection):
+                outcome.rejections.append(result)
+            elif isinstance(result, Fault):
+                outcome.faults.append(result)
+            else:
+                outcome.outputs.append(result)
+        return outcome
+
+
+def is_stage_error(error: Exception) -> bool:
+    """Whether a stage raised ``error`` unexpectedly, rather than rejecting a bad message."""
+    return not isinstance(error, EventError | RejectedEvent)
+
+
+def dead_letter(rejection: Rejection) -> DeadLetter:
+    """The dead letter of a rejected message, stamped with the message's timestamp."""
+    message = rejection.message
+    return DeadLetter.from_raw(
+        message.value, rejection.error, source_topic=message.topic,
+        event_time=message.timestamp if message.timestamp is not None else 0.0,
+        partition=message.partition, offset=message.offset, key=message.key)

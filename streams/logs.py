@@ -1,0 +1,75 @@
+"""Logs that stay readable when something keeps failing: repeated records are rate-limited.
+
+A broker outage makes the Kafka clients log the same error many times a second. The
+:class:`RateLimit` filter lets one record of each kind (logger, level and message template)
+through per interval; the next one let through says how many were held back meanwhile.
+Records below WARNING pass untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+DEFAULT_INTERVAL_SECONDS = 30.0
+MAX_KINDS = 1_000
+"""Kinds remembered at once; the oldest are forgotten beyond."""
+
+
+@dataclass
+class _Window:
+    started: float
+    held: int = 0
+
+
+class RateLimit(logging.Filter):
+    """One record per kind per ``interval`` seconds, WARNING and above."""
+
+    def __init__(self, interval: float = DEFAULT_INTERVAL_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.interval = interval
+        self.clock = clock
+        self._windows: dict[tuple[str, int, str], _Window] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        key = (record.name, record.levelno, str(record.msg))
+        with self._lock:  # the Kafka clients log from threads of their own too
+            now = self.clock()
+            window = self._windows.get(key)
+            if window is not None and now - window.started < self.interval:
+                window.held += 1
+                return False
+            if window is not None and window.held:
+                record.msg = (f"{record.getMessage()} [{window.held} more like this in the "
+                              f"last {now - window.started:.0f} s]")
+                record.args = ()  # already formatted (an empty tuple, as formatters expect)
+            self._windows.pop(key, None)
+            self._windows[key] = _Window(now)
+            if len(self._windows) > MAX_KINDS:
+                del self._windows[next(iter(self._windows))]
+        return True
+
+
+def rate_limit_handlers(logger: logging.Logger | None = None,
+                        interval: float = DEFAULT_INTERVAL_SECONDS) -> None:
+    """Put one shared :class:`RateLimit` on every handler of ``logger`` (the root by default)."""
+    logger = logger or logging.getLogger()
+    limit = RateLimit(interval)
+    for handler in logger.handlers:
+        if not any(isinstance(f, RateLimit) for f in handler.filters):
+            handler.addFilter(limit)
+
+
+def configure_logging(level: str = "WARNING",
+                      interval: float = DEFAULT_INTERVAL_SECONDS) -> None:
+    """Log to stderr at ``level`` with rate-limited repeats (the command-line clients)."""
+    logging.basicConfig(level=level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    rate_limit_handlers(interval=interval)

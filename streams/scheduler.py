@@ -1,0 +1,305 @@
+"""The scheduler of one job-events partition: its jobs' events and the epochs drive an engine.
+
+Job events take effect by event time, whatever their arrival order relative to the epoch
+markers: an event takes effect at the first epoch boundary at or after its event time. Events
+stamped after the engine's current boundary wait for that epoch; at each epoch the slot just
+closed is settled, the events due are applied in event-time order, and the engine decides. An
+event that arrives after its epoch was decided (its producer lagged behind the markets) takes
+effect at once, as close to its time as the engine still can. A job whose hard deadline is at
+or before the first boundary at or after its submission's event time is rejected.
+
+A job the policy cannot decide, or whose decision cannot be built, is failed: a final
+zero-instance decision ``released: failed: <why>``, and its submission is dead-lettered with
+the reason. The other jobs of the epoch are decided as if it had not been there.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from solver.engine import Engine
+from solver.explain import explain
+from solver.job import Allocation
+from solver.market import Market
+from solver.policy import Policy
+from streams.events import (
+    EpochClosed,
+    JobCancelled,
+    JobFinished,
+    JobProgress,
+    JobSubmitted,
+    ProvisioningDecision,
+)
+from streams.stage import (
+    Message,
+    RejectedEvent,
+    StageOutput,
+    epoch_index,
+    first_boundary,
+    rejection,
+    utc,
+)
+
+JobEvent = JobSubmitted | JobProgress | JobCancelled | JobFinished
+
+MAX_WAITING_EVENTS = 100_000
+"""Job events a partition keeps waiting for their epoch; beyond, they are rejected."""
+
+
+class JobFailed(RuntimeError):
+    """A job the scheduler gave up on; the message says why."""
+
+
+class PartitionScheduler:
+    """One job-events partition: its jobs, the epochs, and the engine they drive."""
+
+    name = "scheduler"
+    accepts = (JobSubmitted, JobProgress, JobCancelled, JobFinished, EpochClosed)
+
+    def __init__(
+        self,
+        catalogue: Sequence[Market],
+        slot_seconds: float,
+        policy_factory: Callable[[], Policy],
+    ) -> None:
+        self.catalogue = tuple(catalogue)
+        self.keys = {m.key for m in self.catalogue}
+        self.slot_seconds = slot_seconds
+        self.policy_factory = policy_factory
+        self.engine: Engine | None = None
+        self.last_epoch: int | None = None
+        self._known: dict[str, JobSubmitted] = {}
+        self._submissions: dict[str, Message | None] = {}
+        self._waiting: list[tuple[float, int, JobEvent, Message | None]] = []
+        self._arrivals = itertools.count()
+        self._active: dict[str, Allocation] = {}
+
+    @property
+    def jobs_to_decide(self) -> int:
+        """Jobs the engine must decide at its current epoch."""
+        return 0 if self.engine is None else len(self.engine.active())
+
+    def handle(self, event: JobEvent | EpochClosed,
+               message: Message | None = None) -> list[StageOutput]:
+        if isinstance(event, EpochClosed):
+            return self._epoch(event)
+        self._check(event)
+        if isinstance(event, JobSubmitted) and event.job_id in self._known:
+            return []  # a re-delivery
+        time = event.event_time.timestamp()
+        waits = self.engine is None or time > self.engine.slot_start
+        if not waits:
+            self._check_late(event)
+        elif len(self._waiting) >= MAX_WAITING_EVENTS:
+            raise RejectedEvent(
+                f"{event.type} at {event.event_time.isoformat()}: {MAX_WAITING_EVENTS:,} job "
+                "events already wait for their epoch; expected epochs to keep up")
+        if waits:
+            heapq.heappush(self._waiting, (time, next(self._arrivals), event, message))
+        else:
+            self._apply(event)
+        if isinstance(event, JobSubmitted):
+            self._known[event.job_id] = event
+            self._submissions[event.job_id] = message
+        return []
+
+    def _check(self, event: JobEvent) -> None:
+        """Reject what can never take effect; decided by the event and the partition's log
+        alone, never by how far the epochs have come."""
+        submitted = self._known.get(event.job_id)
+        if isinstance(event, JobSubmitted):
+            if submitted is not None and submitted.to_job() != event.to_job():
+                raise RejectedEvent(
+                    f"job_id={event.job_id!r}: already submitted with other fields; expected "
+                    "a new job id")
+            unknown = sorted(set(event.allowed_markets or ()) - self.keys)
+            if unknown:
+                raise RejectedEvent(f"allowed_markets={unknown}: expected markets of the catalogue")
+            start = first_boundary(event.event_time.timestamp(), self.slot_seconds)
+            if event.hard_deadline.timestamp() <= start:
+                raise RejectedEvent(
+                    f"hard_deadline={event.hard_deadline.isoformat()}: expected a time after "
+                    f"{utc(start).isoformat()}, the first epoch at or after the submission")
+        elif submitted is None:
+            raise RejectedEvent(f"job_id={event.job_id!r}: expected a submitted job")
+        elif event.event_time < submitted.event_time:
+            raise RejectedEvent(
+                f"event_time={event.event_time.isoformat()}: expected a time at or after the "
+                f"job's submission ({submitted.event_time.isoformat()})")
+
+    def _check_late(self, event: JobEvent) -> None:
+        """An event whose epoch was decided before it arrived: reject a job it is too late
+        to start."""
+        engine = self.engine
+        if isinstance(event, JobSubmitted) and engine is not None:
+            next_start = engine.slot_start + self.slot_seconds
+            if event.hard_deadline.timestamp() <= next_start:
+                raise RejectedEvent(
+                    f"hard_deadline={event.hard_deadline.isoformat()}: expected a time after "
+                    f"{utc(next_start).isoformat()}; the submission arrived after its epoch "
+                    f"{utc(engine.slot_start).isoformat()} was decided")
+
+    def _apply(self, event: JobEvent) -> None:
+        engine = self.engine
+        assert engine is not None
+        try:
+            if isinstance(event, JobSubmitted):
+                if event.hard_deadline.timestamp() <= engine.slot_start:
+                    raise RejectedEvent(
+                        f"hard_deadline={event.hard_deadline.isoformat()}: expected a time "
+                        f"after {utc(engine.slot_start).isoformat()}, the first epoch")
+                engine.add_job(event.to_job())
+            elif isinstance(event, JobCancelled):
+                engine.cancel_job(event.job_id)
+            elif isinstance(event, JobFinished):
+                engine.finish_job(event.job_id, event.event_time.timestamp())
+            elif first_boundary(event.event_time.timestamp(),
+                                self.slot_seconds) >= engine.slot_start:
+                engine.report_progress(event.job_id, event.work_done, event.remaining_work)
+            # else: a report for an earlier boundary, superseded by the engine's own progress
+        except ValueError as exc:
+            raise RejectedEvent(str(exc)) from exc
+
+    def _due(self, boundary: float) -> list[StageOutput]:
+        """Apply the waiting events that take effect at ``boundary``, in event-time order."""
+        out: list[StageOutput] = []
+        while self._waiting and self._waiting[0][0] <= boundary:
+            _, _, event, message = heapq.heappop(self._waiting)
+            try:
+                self._apply(event)
+            except Exception as exc:
+                out += rejection(message, exc)
+                if isinstance(event, JobSubmitted):  # never admitted: may come again
+                    del self._known[event.job_id], self._submissions[event.job_id]
+        return out
+
+    def _epoch(self, event: EpochClosed) -> list[StageOutput]:
+        if tuple(m.key for m in self.catalogue) != event.markets:
+            raise RejectedEvent(
+                f"markets={list(event.markets)}: expected the catalogue "
+                f"{[m.key for m in self.catalogue]}"
+            )
+        boundary = event.event_time.timestamp()
+        if (not math.isclose(event.slot_seconds, self.slot_seconds)
+                or event.epoch != epoch_index(boundary, self.slot_seconds)):
+            raise RejectedEvent(
+                f"epoch={event.epoch} slot_seconds={event.slot_seconds:g}: expected the epoch "
+                f"of {event.event_time.isoformat()} in slots of {self.slot_seconds:g} s")
+        if self.last_epoch is not None and event.epoch <= self.last_epoch:
+            return []  # a re-delivery
+        engine = self.engine
+        if engine is None:
+            engine = self.engine = Engine(self.catalogue, boundary, self.slot_seconds,
+                                          self.policy_factory(), isolate_failures=True)
+        else:
+            if event.price is None or event.availability is None:
+                raise RejectedEvent(f"epoch={event.epoch}: expected the closed slot's values")
+            if not math.isclose(engine.slot_start + self.slot_seconds, boundary):
+                raise RejectedEvent(
+                    f"epoch={event.epoch}: expected the epoch after {self.last_epoch}"
+                )
+            engine.settle(np.array(event.price), np.array(event.availability))
+        self.last_epoch = event.epoch
+        out = self._due(boundary)
+        decided = engine.decide(np.array(event.price_now), np.array(event.availability_now))
+        for job_id, reason in engine.failures.items():
+            previous = self._active.get(job_id)
+            out += self._failed(event, job_id, reason,
+                                self._home(job_id) if previous is None else previous.market)
+        out += self._released(engine, decided, event)
+        out += self._decisions(engine, decided, event)
+        return out
+
+    def _decisions(
+        self, engine: Engine, decided: dict[str, Allocation], event: EpochClosed
+    ) -> list[StageOutput]:
+        obs = engine.last_observation
+        if obs is None:
+            return []
+        views = {v.id: v for v in obs.jobs}
+        out: list[StageOutput] = []
+        self._active = {}
+        for job_id, allocation in decided.items():
+            try:
+                why = explain(obs, views[job_id], allocation)
+                decision = self._decision(
+                    event, job_id, allocation, why.expected_cost_usd, why.slack_seconds,
+                    _reason(allocation), {
+                        "spot_price_now": why.spot_price_now,
+                        "spot_available_now": float(why.spot_available_now),
+                        "on_demand_price": why.on_demand_price,
+                    })
+            except Exception as exc:
+                reason = f"its decision could not be built: {type(exc).__name__}: {exc}"
+                engine.fail_job(job_id, reason)
+                out += self._failed(event, job_id, reason, allocation.market)
+                continue
+            out.append(decision)
+            self._active[job_id] = allocation
+        return out
+
+    def _home(self, job_id: str) -> int:
+        """The market a job's zero-instance decisions name before it ever ran."""
+        allowed = self._known[job_id].allowed_markets
+        return [m.key for m in self.catalogue].index(allowed[0]) if allowed else 0
+
+    def _failed(self, event: EpochClosed, job_id: str, reason: str,
+                market: int) -> list[StageOutput]:
+        """A failed job's final decision in ``market``, and the rejection of its submission."""
+        error = JobFailed(f"job {job_id!r} failed at epoch {event.epoch}: {reason}")
+        return [self._decision(event, job_id, Allocation(market), 0.0, 0.0,
+                               f"released: failed: {reason}"[:500], None),
+                *rejection(self._submissions.get(job_id), error)]
+
+    def _released(
+        self, engine: Engine, decided: dict[str, Allocation], event: EpochClosed
+    ) -> list[StageOutput]:
+        """Zero-instance decisions for jobs that left the active set since the last epoch."""
+        out: list[StageOutput] = []
+        for job_id, previous in self._active.items():
+            if job_id not in decided and job_id not in engine.failures:
+                state = engine.job_state(job_id)
+                reason = ("cancelled" if state.cancelled else
+                          "finished" if state.completion is not None else "deadline passed")
+                out.append(self._decision(event, job_id, Allocation(previous.market), 0.0, 0.0,
+                                          f"released: {reason}", None))
+        return out
+
+    def _decision(
+        self,
+        event: EpochClosed,
+        job_id: str,
+        allocation: Allocation,
+        cost: float,
+        slack: float,
+        reason: str,
+        forecast: dict[str, float] | None,
+    ) -> ProvisioningDecision:
+        return ProvisioningDecision(
+            event_time=event.event_time,
+            job_id=job_id,
+            epoch=event.epoch,
+            slot_start=event.event_time,
+            slot_seconds=self.slot_seconds,
+            market=self.catalogue[allocation.market].key,
+            spot=allocation.spot,
+            on_demand=allocation.on_demand,
+            policy=self.engine.policy.name if self.engine else "",
+            expected_cost_usd=cost,
+            slack_seconds=slack,
+            forecast=forecast,
+            reason=reason,
+        )
+
+
+def _reason(allocation: Allocation) -> str:
+    if allocation.total == 0:
+        return "idle"
+    parts = [f"{n} {kind}" for n, kind in ((allocation.spot, "spot"),
+                                           (allocation.on_demand, "on-demand")) if n]
+    return "run " + " + ".join(parts)

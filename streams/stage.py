@@ -1,0 +1,71 @@
+"""What pipeline stages take and give besides events: the message an event came in, rejections
+of messages (the dead letters to write) and faults (errors that reject no message).
+
+A stage's ``handle(event, message)`` returns events to publish, :class:`Rejection` s — of the
+message in hand or of an earlier one the stage had kept (a job event waiting for its epoch, a
+market tick on a clock that lost) — and :class:`Fault` s. Anything it raises rejects the
+message in hand (:mod:`streams.driver`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from streams.events import Envelope
+
+
+class RejectedEvent(ValueError):
+    """A well-formed event the pipeline cannot accept; its message is the dead-letter reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a topic as it was consumed (``timestamp`` in Unix seconds)."""
+
+    topic: str
+    value: bytes
+    key: bytes | None = None
+    partition: int | None = None
+    offset: int | None = None
+    timestamp: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """``message`` cannot be processed because of ``error``: it goes to the dead letters."""
+
+    message: Message
+    error: Exception
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """A stage failed at something other than one message (e.g. a forecaster raised and was
+    restarted); counted and logged, nothing is dead-lettered."""
+
+    stage: str
+    error: Exception
+
+
+StageOutput = Envelope | Rejection | Fault
+
+
+def rejection(message: Message | None, error: Exception) -> list[Rejection]:
+    """The rejection of ``message``, or none when the stage was called without one."""
+    return [] if message is None else [Rejection(message, error)]
+
+
+def utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def epoch_index(boundary: float, slot_seconds: float) -> int:
+    """Slots since the Unix epoch: the epoch number of the slot starting at ``boundary``."""
+    return round(boundary / slot_seconds)
+
+
+def first_boundary(time: float, slot_seconds: float) -> float:
+    """The first slot boundary at or after ``time``: the epoch at which an event takes effect."""
+    return math.ceil(time / slot_seconds) * slot_seconds

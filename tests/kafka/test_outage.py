@@ -1,0 +1,213 @@
+"""A 90 s broker outage in the middle of a replay and of a connector run: the clients wait it
+out, nothing is lost and no decision is applied twice. Each test has a broker of its own, so
+the session's broker stays up."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from connectors.base import Applied
+from connectors.memory import MemoryConnector
+from connectors.metrics import ConnectorMetrics
+from connectors.runtime import ConnectorRuntime, RuntimeOptions
+from connectors.store import AppliedKeys
+from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
+from streams.devkafka import KafkaBroker, fetch_jars, kafka_home
+from streams.events import JobProgress, ProvisioningDecision, dump_event
+from streams.settings import Settings, Topics
+from streams.topics import ensure_topics
+from tests.connectors.helpers import committed, publish, read_all, replay
+from tests.kafka.pipeline_harness import Pipeline, rows_from_jsonl
+
+pytestmark = pytest.mark.kafka
+
+OUTAGE_SECONDS = 90.0
+SPEC = SyntheticMarketSpec(seed=6, n_markets=2, days=4)
+
+
+class Outage:
+    """A broker of its own that can crash and come back on the same port and data."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.broker = KafkaBroker(fetch_jars(kafka_home()), data_dir)
+        self.broker.start()
+        self.port = self.broker.port
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def crash(self) -> None:
+        assert self.broker.process is not None
+        self.broker.process.kill()
+        self.broker.process.wait()
+
+    def restart(self) -> None:
+        self.broker = KafkaBroker(fetch_jars(kafka_home()), self.data_dir, self.port)
+        self.broker.start(timeout=120)
+
+    def stop(self) -> None:
+        self.broker.stop()
+
+
+@pytest.fixture
+def outage(tmp_path_factory: pytest.TempPathFactory):
+    broker = Outage(tmp_path_factory.mktemp("outage-kafka"))
+    yield broker
+    broker.stop()
+
+
+def test_a_replay_rides_out_a_broker_outage(outage, tmp_path):
+    catalogue = tuple(t.market for t in synthetic_ticks(SPEC))
+    pipeline = Pipeline(outage.bootstrap, tmp_path, catalogue, policy="greedy")
+    replay_args = ["--markets", str(SPEC.n_markets), "--days", str(SPEC.days), "--seed",
+                   str(SPEC.seed), "--n-jobs", "8", "--policy", "greedy"]
+    inproc = tmp_path / "inproc.jsonl"
+    pipeline.spotsched("replay", *replay_args, "--decisions", str(inproc))
+    expected = rows_from_jsonl(inproc)
+    log = tmp_path / "replay.log"
+    try:
+        pipeline.wait_until_joined(pipeline.start_worker())
+        # Four days of event time in about 40 s: the outage hits the middle of the replay.
+        publisher = subprocess.Popen(
+            [sys.executable, "-m", "streams", "replay", *replay_args, "--broker",
+             outage.bootstrap, "--speed", "8640"],
+            env=pipeline.env(), cwd=tmp_path, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+        _wait(lambda: len(pipeline.decisions()) >= 10, 120, "decisions before the outage")
+        worker_log = tmp_path / "worker-0.log"
+        lines = worker_log.read_text(errors="replace").count("\n")
+        outage.crash()
+        started = time.monotonic()
+        time.sleep(OUTAGE_SECONDS)
+        assert publisher.poll() is None, log.read_text()[-3000:]
+        during = worker_log.read_text(errors="replace").splitlines()[lines:]
+        outage.restart()
+        print(f"broker down for {time.monotonic() - started:.0f} s; the worker logged "
+              f"{len(during)} lines meanwhile")
+        assert publisher.wait(timeout=300) == 0, log.read_text()[-3000:]
+        rows = pipeline.wait_for_rows(expected, timeout=300)
+    finally:
+        pipeline.stop_workers()
+    assert rows == expected  # nothing lost, nothing decided twice
+    assert pipeline.dead_letters() == []
+    text = log.read_text()
+    assert "waiting for the broker" in text and text.count("\n") < 40, text[-3000:]
+    assert not any("Logging error" in line or "Traceback" in line for line in during), during
+    repeats = Counter(re.sub(r"\d+", "", line) for line in during)
+    assert max(repeats.values()) <= 6, repeats.most_common(3)  # one per kind per 30 s
+
+
+class Gated(MemoryConnector):
+    """Holds the decision ``key`` until ``gate`` opens, then reports progress for it."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key
+        self.reached = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def apply(self, decision: ProvisioningDecision) -> Applied:
+        applied = await super().apply(decision)
+        if decision.idempotency_key != self.key:
+            return applied
+        self.reached.set()
+        await self.gate.wait()
+        progress = JobProgress(event_time=decision.slot_start, job_id=decision.job_id,
+                               work_done=1.0)
+        return dataclasses.replace(applied, events=(progress,))
+
+
+async def test_a_connector_rides_out_a_broker_outage_applying_each_decision_once(outage,
+                                                                                tmp_path):
+    names = {name: f"outage.{name}" for name in ("decisions", "job_events", "market_ticks",
+                                                 "dead_letters")}
+    settings = Settings(bootstrap_servers=outage.bootstrap, topics=Topics(**names),
+                        job_partitions=1, market_partitions=1)
+    await ensure_topics(settings)
+    decisions = replay().decisions
+    await publish(settings, settings.topics.decisions, decisions)
+    middle = decisions[len(decisions) // 2]
+    connector = Gated(middle.idempotency_key)
+    keys = AppliedKeys(tmp_path / "applied.sqlite3")
+    registry = CollectorRegistry()
+    runtime = ConnectorRuntime(connector, settings,
+                               RuntimeOptions(group_id="outage", poll_seconds=0.1), keys,
+                               ConnectorMetrics(registry, connector.name))
+    stop = asyncio.Event()
+    task = asyncio.create_task(runtime.run(stop))
+    try:
+        await asyncio.wait_for(connector.reached.wait(), 60)
+        await asyncio.to_thread(outage.crash)
+        connector.gate.set()  # its progress and its commit now wait for the broker
+        await asyncio.sleep(OUTAGE_SECONDS)
+        assert not task.done()
+        await asyncio.to_thread(outage.restart)
+        applied = "spotsched_connector_decisions_applied_total"
+        deadline = time.monotonic() + 180
+        while (registry.get_sample_value(applied, {"connector": "memory"}) or 0) < len(
+                decisions):
+            assert not task.done() and time.monotonic() < deadline, task
+            await asyncio.sleep(0.2)
+        stop.set()
+        await asyncio.wait_for(task, 60)
+    finally:
+        stop.set()
+        keys.close()
+    assert connector.decisions == decisions  # each applied once, in order
+    assert await committed(settings, "outage") == len(decisions)
+    progress = await read_all(settings, settings.topics.job_events)
+    assert [dump_event(e) for e in progress] == [dump_event(JobProgress(
+        event_time=middle.slot_start, job_id=middle.job_id, work_done=1.0))]
+
+
+def _wait(done, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"{what}: not reached after {timeout} s"
+        time.sleep(1.0)
+
+
+def test_submit_waits_for_a_broker_that_comes_back(outage, tmp_path):
+    pipeline = Pipeline(outage.bootstrap, tmp_path, tuple(
+        t.market for t in synthetic_ticks(SPEC)))
+    asyncio.run(ensure_topics(pipeline.settings))
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text('[{"id": "j", "workload": 1.0, "release": 1.9e9, "soft_deadline": 1.90001e9,'
+                    ' "hard_deadline": 1.90002e9}]')
+    outage.crash()
+    submit = subprocess.Popen([sys.executable, "-m", "streams", "submit", str(jobs)],
+                              env=pipeline.env(), cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    time.sleep(15.0)
+    assert submit.poll() is None
+    outage.restart()
+    output, _ = submit.communicate(timeout=120)
+    assert submit.returncode == 0, output
+    assert output.strip().endswith("published 1 job submissions")
+    assert "retrying" in output and "Traceback" not in output
+    (event,) = pipeline.read(pipeline.topics.job_events)
+    assert event.job_id == "j"
+
+
+def test_a_broker_that_stays_away_is_one_line_after_the_timeout(tmp_path):
+    env = {**Pipeline("127.0.0.1:1", tmp_path, ()).env(),
+           "SPOTSCHED_BROKER_TIMEOUT_SECONDS": "3"}
+    done = subprocess.run([sys.executable, "-m", "streams", "cancel", "j"], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stdout.strip().startswith(
+        "error: publishing job events to 127.0.0.1:1: bootstrap_servers "
+        "(SPOTSCHED_BOOTSTRAP_SERVERS) 127.0.0.1:1: cannot connect")
+    assert "gave up after" in done.stdout and "\n" not in done.stdout.strip()
+    assert "Traceback" not in done.stderr

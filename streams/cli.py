@@ -552,6 +552,7 @@ def feed_aws(
         help="Partitions of market ticks (env SPOTSCHED_MARKET_PARTITIONS).")] = None,
     metrics_port: Annotated[int | None, typer.Option(
         help="Port of Prometheus /metrics; 0 = off (env SPOTSCHED_METRICS_PORT).")] = None,
+    metrics_host: MetricsHost = None,
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
     log_level: Annotated[str, typer.Option(help="Log level.")] = "INFO",
@@ -564,7 +565,7 @@ def feed_aws(
     import logging
 
     from aiokafka.errors import KafkaError
-    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client import CollectorRegistry
 
     from streams.feeds.aws import AwsSpotPriceSource
     from streams.feeds.base import FeedError
@@ -572,6 +573,7 @@ def feed_aws(
     from streams.feeds.planner import FeedGrid
     from streams.feeds.retry import RetryPolicy
     from streams.feeds.runner import FeedOptions, FeedRunner, serve
+    from streams.metrics import serve_metrics
     from streams.topics import ensure_topics
 
     logging.basicConfig(level=log_level.upper(),
@@ -579,7 +581,7 @@ def feed_aws(
     try:
         settings = _settings(bootstrap_servers=bootstrap_servers, markets_file=markets,
                              slot_seconds=slot_seconds, market_partitions=market_partitions,
-                             metrics_port=metrics_port)
+                             metrics_port=metrics_port, metrics_host=metrics_host)
         catalogue = settings.catalogue() if settings.markets_file is not None else None
         chosen = feed_markets("aws", catalogue, zone or (), instance_type or (), region or (),
                               _on_demand_prices(on_demand_price, prices))
@@ -592,8 +594,7 @@ def feed_aws(
         runner = FeedRunner(settings, chosen, AwsSpotPriceSource(endpoint_url, product),
                             options, registry)
         asyncio.run(ensure_topics(settings, [settings.topics.market_ticks]))
-        if settings.metrics_port:
-            start_http_server(settings.metrics_port, registry=registry)
+        serve_metrics(settings, registry)
     except (ValueError, OSError, KafkaError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc

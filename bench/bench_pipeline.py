@@ -35,10 +35,10 @@ from solver.market import build_market_data
 from solver.policies import make_policy
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.events import EpochClosed, dump_event, parse_event
-from streams.kafka_io import publish_replay
-from streams.memory_pipeline import MemoryPipeline
-from streams.replay_events import trace_events
+from streams.contract.events import EpochClosed, dump_event, parse_event
+from streams.kafka.clients import publish_replay
+from streams.replay import trace_events
+from streams.runners.memory import MemoryPipeline
 from streams.settings import Settings, Topics, write_catalogue
 
 REPO = Path(__file__).resolve().parents[1]
@@ -108,7 +108,7 @@ def throughput(bootstrap: str, workdir: Path, days: float) -> None:
         memory.send(memory.topics.market_ticks, raw, key)
     in_memory = len(events) / (time.perf_counter() - began)
     settings = settings_for(bootstrap, workdir, write_catalogue(list(data.markets)))
-    from streams.topics import ensure_topics
+    from streams.kafka.topics import ensure_topics
 
     asyncio.run(ensure_topics(settings))
     asyncio.run(publish_replay(settings, iter(events)))
@@ -133,7 +133,7 @@ def latency(bootstrap: str, workdir: Path, n_jobs: int, speed: float) -> None:
                         n_max_choices=(1, 2))
     jobs = generate_jobs(data, n_jobs, spec)
     settings = settings_for(bootstrap, workdir, write_catalogue(list(data.markets)))
-    from streams.topics import ensure_topics
+    from streams.kafka.topics import ensure_topics
 
     asyncio.run(ensure_topics(settings))
     worker = start_worker(settings, workdir)
@@ -182,7 +182,7 @@ def main() -> None:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
         if bootstrap is None:
-            from streams.devkafka import KafkaBroker, fetch_jars, kafka_home
+            from streams.kafka.devkafka import KafkaBroker, fetch_jars, kafka_home
 
             broker = stack.enter_context(KafkaBroker(fetch_jars(kafka_home()), workdir / "kafka"))
             bootstrap = broker.bootstrap

@@ -17,10 +17,10 @@ import numpy as np
 
 from solver.job import Job
 from solver.market import MarketData, build_market_data, tick_slots
+from solver.observation import JobView, Observation, Policy
 from solver.optimize import SolverLimits, build_program, solve_offline
 from solver.policies import make_policy
 from solver.policies.forecast_sources import OracleForecast
-from solver.policy import JobView, Observation, Policy
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
 

@@ -40,7 +40,7 @@ from botocore.exceptions import (
 )
 
 from connectors.base import Applied, FatalError, Observation, PermanentError, TransientError
-from streams.events import AvailabilityTick, ProvisioningDecision
+from streams.contract.events import AvailabilityTick, ProvisioningDecision
 from streams.pipeline import utc
 
 log = logging.getLogger(__name__)

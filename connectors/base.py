@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from streams.events import AvailabilityTick, JobFinished, JobProgress, ProvisioningDecision
+from streams.contract.events import AvailabilityTick, JobFinished, JobProgress, ProvisioningDecision
 
 Observation = AvailabilityTick | JobProgress | JobFinished
 """An event a connector reports back: availability on the market-ticks topic, progress and

@@ -10,8 +10,8 @@ from aiokafka import AIOKafkaConsumer
 
 from connectors.base import TransientError
 from solver.job import Job
-from streams.events import EventError, JobSubmitted, parse_event
-from streams.kafka_connect import start_client
+from streams.contract.events import EventError, JobSubmitted, parse_event
+from streams.kafka.connect import start_client
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)

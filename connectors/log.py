@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from connectors.base import Applied
-from streams.events import ProvisioningDecision, dump_event
+from streams.contract.events import ProvisioningDecision, dump_event
 
 
 def describe(decision: ProvisioningDecision) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from connectors.base import Applied
-from streams.events import ProvisioningDecision
+from streams.contract.events import ProvisioningDecision
 
 
 @dataclass(frozen=True, slots=True)

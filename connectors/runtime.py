@@ -39,7 +39,7 @@ from connectors.base import (
 )
 from connectors.metrics import ConnectorMetrics, FailureKind
 from connectors.store import AppliedKeys
-from streams.events import (
+from streams.contract.events import (
     AvailabilityTick,
     DeadLetter,
     EventError,
@@ -47,8 +47,8 @@ from streams.events import (
     dump_event,
     parse_event,
 )
-from streams.kafka_connect import retrying, start_client
-from streams.kafka_io import delivered, open_producer
+from streams.kafka.clients import delivered, open_producer
+from streams.kafka.connect import retrying, start_client
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)

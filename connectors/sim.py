@@ -19,7 +19,7 @@ from connectors.store import Journal
 from solver.job import Job
 from solver.market import build_market_data
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from streams.events import ProvisioningDecision, dump_event, parse_event
+from streams.contract.events import ProvisioningDecision, dump_event, parse_event
 
 
 class JobSource(Protocol):

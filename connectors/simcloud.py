@@ -22,9 +22,9 @@ from connectors.memory import Holding, changes
 from solver.engine import Engine
 from solver.job import Allocation, Job, JobResult
 from solver.market import MarketData
-from solver.policy import Decision
-from solver.policy import Observation as SlotObservation
-from streams.events import AvailabilityTick, JobFinished, JobProgress, ProvisioningDecision
+from solver.observation import Decision
+from solver.observation import Observation as SlotObservation
+from streams.contract.events import AvailabilityTick, JobFinished, JobProgress, ProvisioningDecision
 from streams.pipeline import utc
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from solver.forecast.models import MarketModels, Outlooks
 from solver.job import Allocation, Job, JobResult
 from solver.market import Market
-from solver.policy import Decision, JobView, Observation, Policy
+from solver.observation import Decision, JobView, Observation, Policy
 
 
 class PolicyError(ValueError):

@@ -2,7 +2,7 @@
 
 Rules, slot by slot (the README states them for users):
 
-1. The policy sees an :class:`~solver.policy.Observation` built from a history buffer that the
+1. The policy sees an :class:`~solver.observation.Observation` built from a history buffer that the
    simulator fills one slot at a time, so the future is never in memory the policy can reach.
 2. Spot requests in a market are granted in job priority order (earliest hard deadline, then
    id) up to the slot's availability; requested spot instances that were held in the previous
@@ -29,7 +29,7 @@ from solver.engine import Engine
 from solver.forecast.models import MarketModels, OutlookTape
 from solver.job import Allocation, Job, JobResult
 from solver.market import MarketData
-from solver.policy import Policy
+from solver.observation import Policy
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ if TYPE_CHECKING:
     from solver.simulator import SimulationResult
     from streams.settings import Settings
 
+from solver.evaluation.scenarios import CantBeLateSpec
 from solver.job import Job
 from solver.market import MarketData, MarketTicks, build_market_data
 from solver.policies import POLICIES, check_spec
-from solver.scenarios import CantBeLateSpec
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
 
@@ -87,7 +87,7 @@ def _fail(error: Exception, code: int = 2) -> NoReturn:
 
 def _broker_client(level: str = "WARNING") -> None:
     """Logging of a command that talks to Kafka: to stderr, repeats rate-limited."""
-    from streams.logs import configure_logging
+    from streams.runtime import configure_logging
 
     configure_logging(level)
 
@@ -100,9 +100,9 @@ def _publish_replay(
 
     from rich.progress import Progress
 
-    from streams.kafka_connect import BrokerError
-    from streams.kafka_io import publish_replay
-    from streams.replay_events import trace_events
+    from streams.kafka.clients import publish_replay
+    from streams.kafka.connect import BrokerError
+    from streams.replay import trace_events
 
     _broker_client()
     settings = _settings(bootstrap_servers=broker, job_partitions=job_partitions)
@@ -152,9 +152,9 @@ def replay(
     into Kafka with --broker for the workers to schedule."""
     from rich.progress import Progress
 
-    from solver.compare import compare_policies
-    from streams.replay_events import partition_for
-    from streams.replay_report import summary_table, write_report
+    from solver.evaluation.compare import compare_policies
+    from streams.replay import partition_for
+    from streams.reports.replay import summary_table, write_report
 
     trace = trace or []
     policy = policy or list(DEFAULT_POLICIES)
@@ -221,7 +221,7 @@ def schema(
                                       file_okay=False)] = Path("schemas"),
 ) -> None:
     """Write the JSON Schemas of every event on the wire."""
-    from streams.schema import write_schemas
+    from streams.contract.schema import write_schemas
 
     for path in write_schemas(out):
         console.print(str(path))
@@ -247,7 +247,7 @@ def forecast_report(
     """Forecast accuracy of the price and availability models against baselines, per market
     and horizon, by progressive validation over the traces."""
     from solver.forecast import DEFAULT_HORIZONS
-    from streams.forecast_report import run_forecast_report
+    from streams.reports.forecast import run_forecast_report
 
     try:
         data = build_market_data(_load_traces(trace, on_demand_price, prices), slot_seconds)
@@ -308,10 +308,10 @@ def worker(
 
     from prometheus_client import CollectorRegistry
 
-    from streams.app import RateLimitedWorker, create_app
-    from streams.kafka_connect import BrokerError
+    from streams.kafka.connect import BrokerError
+    from streams.kafka.topics import ensure_topics
     from streams.metrics import serve_metrics
-    from streams.topics import ensure_topics
+    from streams.runners.kafka import RateLimitedWorker, create_app
 
     settings = _settings(
         bootstrap_servers=bootstrap_servers, markets_file=markets, policy=policy,
@@ -339,9 +339,9 @@ def submit(
     import asyncio
     import time
 
-    from streams.events import JobSubmitted
-    from streams.kafka_connect import BrokerError
-    from streams.kafka_io import publish_job_events
+    from streams.contract.events import JobSubmitted
+    from streams.kafka.clients import publish_job_events
+    from streams.kafka.connect import BrokerError
     from streams.traces.jobs_file import load_jobs
 
     settings = _settings(bootstrap_servers=bootstrap_servers)
@@ -367,9 +367,9 @@ def cancel(
 
     from pydantic import ValidationError
 
-    from streams.events import JobCancelled, describe_validation_error
-    from streams.kafka_connect import BrokerError
-    from streams.kafka_io import publish_job_events
+    from streams.contract.events import JobCancelled, describe_validation_error
+    from streams.kafka.clients import publish_job_events
+    from streams.kafka.connect import BrokerError
 
     settings = _settings(bootstrap_servers=bootstrap_servers)
     _broker_client()
@@ -397,9 +397,9 @@ def decisions(
 
     from rich.table import Table
 
-    from streams.events import dump_event
-    from streams.kafka_connect import BrokerError
-    from streams.kafka_io import read_decisions
+    from streams.contract.events import dump_event
+    from streams.kafka.clients import read_decisions
+    from streams.kafka.connect import BrokerError
 
     settings = _settings(bootstrap_servers=bootstrap_servers)
     _broker_client()
@@ -471,7 +471,7 @@ def connector(
     import logging
 
     from connectors.worker import ConnectorWorker, WorkerOptions, parse_image_ids
-    from streams.kafka_connect import BrokerError
+    from streams.kafka.connect import BrokerError
 
     _broker_client(log_level)
     logging.getLogger("aiokafka").setLevel(max(logging.WARNING, logging.root.level))
@@ -573,8 +573,8 @@ def feed_aws(
     from streams.feeds.planner import FeedGrid
     from streams.feeds.retry import RetryPolicy
     from streams.feeds.runner import FeedOptions, FeedRunner, serve
+    from streams.kafka.topics import ensure_topics
     from streams.metrics import serve_metrics
-    from streams.topics import ensure_topics
 
     logging.basicConfig(level=log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -616,7 +616,7 @@ def dev_kafka(
         help="Keep the broker's data here (default: a temporary directory).")] = None,
 ) -> None:
     """Run a single-node Kafka (KRaft) on 127.0.0.1 until Ctrl-C."""
-    from streams.devkafka import DevKafkaError, serve
+    from streams.kafka.devkafka import DevKafkaError, serve
 
     try:
         serve(port, data_dir)
@@ -665,8 +665,8 @@ def evaluate(
 ) -> None:
     """Evaluate policies over seeded windows of a trace (Can't Be Late, fine-tuning, scarce
     capacity)."""
-    from solver.evaluate import EvaluationSettings
-    from streams.evaluate_report import run_evaluation
+    from solver.evaluation.evaluate import EvaluationSettings
+    from streams.reports.evaluation import run_evaluation
 
     try:
         if trace:

@@ -18,8 +18,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from solver.engine import Engine, JobState
 from solver.job import Allocation, Job
 from solver.market import SECONDS_PER_HOUR
-from solver.policy import Decision, Observation, Policy
-from streams.events import (
+from solver.observation import Decision, Observation, Policy
+from streams.contract.events import (
     AvailabilityTick,
     EpochClosed,
     EventError,
@@ -28,8 +28,8 @@ from streams.events import (
     PriceTick,
     ProvisioningDecision,
 )
+from streams.pipeline.stage import RejectedEvent
 from streams.settings import Settings
-from streams.stage import RejectedEvent
 
 OUTCOMES = ("finished", "cancelled", "deadline_missed", "failed")
 """How a job leaves the scheduler: the ``outcome`` label of ``spotsched_jobs_ended_total``."""

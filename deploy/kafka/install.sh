@@ -10,4 +10,4 @@ for tool in java mvn; do
         exit 1
     fi
 done
-python -m streams.devkafka --fetch-only
+python -m streams.kafka.devkafka --fetch-only

@@ -4,4 +4,4 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
-exec python -m streams.devkafka "$@"
+exec python -m streams.kafka.devkafka "$@"

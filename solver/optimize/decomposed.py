@@ -40,10 +40,10 @@ import numpy as np
 
 from solver.job import Allocation
 from solver.market import MarketData
+from solver.observation import JobView, Observation
 from solver.optimize.program import cheapest_work_price
 from solver.optimize.window_dp import solve_window
 from solver.policies.common import target_deadline
-from solver.policy import JobView, Observation
 
 BISECTION_STEPS = 12
 """Bisection steps on ``λ`` for a job whose first plan finishes early or leaves too much:

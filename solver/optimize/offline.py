@@ -7,11 +7,11 @@ from typing import Literal
 
 from solver.job import Job
 from solver.market import MarketData
+from solver.observation import JobView
 from solver.optimize.backends import DEFAULT_LIMITS, Backend, SolverLimits, solve_program
 from solver.optimize.dp import exact_dp_applies, solve_single_job
 from solver.optimize.plan import Plan
 from solver.optimize.program import build_program
-from solver.policy import JobView
 from solver.simulator import validate_jobs
 
 Method = Literal["auto", "dp", "program"]

@@ -45,10 +45,10 @@ import numpy as np
 
 from solver.job import Allocation, Job
 from solver.market import MarketData
+from solver.observation import JobView
 from solver.optimize.horizon import active_slots
 from solver.optimize.linear import LinearProgram
 from solver.optimize.plan import Plan
-from solver.policy import JobView
 
 
 def cheapest_work_price(job: Job, data: MarketData) -> float:

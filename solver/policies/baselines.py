@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from solver.job import Allocation
+from solver.observation import Decision, JobView, Observation
 from solver.policies.common import (
     cheapest_on_demand_count,
     claim,
@@ -18,7 +19,6 @@ from solver.policies.common import (
     spot,
     target_deadline,
 )
-from solver.policy import Decision, JobView, Observation
 
 
 class OnDemandOnly:

@@ -42,13 +42,13 @@ import numpy as np
 
 from solver.job import Allocation
 from solver.market import MarketData
+from solver.observation import Decision, JobView, Observation
 from solver.optimize.backends import Backend, SolverLimits, solve_program
 from solver.optimize.decomposed import solve_decomposed
 from solver.optimize.plan import Plan
 from solver.optimize.program import build_program
 from solver.policies.common import keeps_deadline, on_demand, spot
 from solver.policies.forecast_sources import ForecastSource, make_source
-from solver.policy import Decision, JobView, Observation
 
 WINDOW_SOLVERS = ("decomposed", "program")
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from solver.job import Allocation
-from solver.policy import JobView, Observation
+from solver.observation import JobView, Observation
 
 
 def target_deadline(obs: Observation, view: JobView) -> float:

@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from solver.forecast import ErrorTracker
+from solver.observation import Observation
 from solver.policies.forecast_sources import ForecastSource
-from solver.policy import Observation
 
 
 class ForecastErrorMonitor:

@@ -1,5 +1,5 @@
 """What the planning policies plan on: the markets' coming slots, from the outlooks every policy
-shares (:attr:`solver.policy.Observation.outlooks`), or from the realised market (the oracle).
+shares (:attr:`solver.observation.Observation.outlooks`), or from the realised market (the oracle).
 
 A source answers two questions at a slot boundary:
 
@@ -23,7 +23,7 @@ import numpy as np
 from solver.forecast.hazards import AGE_EDGES
 from solver.forecast.outlook import MEDIAN, MarketOutlook
 from solver.market import MarketData
-from solver.policy import Observation
+from solver.observation import Observation
 
 ForecastKind = Literal["distribution", "point", "oracle"]
 FORECAST_KINDS: tuple[ForecastKind, ...] = ("distribution", "point", "oracle")

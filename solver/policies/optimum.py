@@ -12,10 +12,10 @@ from typing import ClassVar
 
 from solver.job import Allocation, Job
 from solver.market import MarketData
+from solver.observation import Decision, Observation
 from solver.optimize.backends import DEFAULT_LIMITS, Backend, SolverLimits
 from solver.optimize.offline import Method, solve_offline
 from solver.optimize.plan import Plan
-from solver.policy import Decision, Observation
 
 
 class Optimum:

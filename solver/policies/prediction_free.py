@@ -36,8 +36,8 @@ from typing import ClassVar
 import numpy as np
 
 from solver.job import Allocation
+from solver.observation import Decision, JobView, Observation
 from solver.policies.common import on_demand, spot, target_deadline
-from solver.policy import Decision, JobView, Observation
 
 
 class PredictionFree:

@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from solver.observation import Policy
 from solver.policies.baselines import Greedy, OnDemandOnly, SpotOnly, UniformProgress
 from solver.policies.chc import CommittedHorizonControl
 from solver.policies.optimum import Optimum
@@ -18,7 +19,6 @@ from solver.policies.prediction_free import PredictionFree
 from solver.policies.risk_aware import RiskAware
 from solver.policies.selection import PolicySelection
 from solver.policies.spec import ParamValue, PolicySpec
-from solver.policy import Policy
 
 POLICIES: dict[str, Callable[..., Policy]] = {
     cls.name: cls

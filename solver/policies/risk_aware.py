@@ -33,12 +33,12 @@ import numpy as np
 from solver.forecast.hazards import age_bucket
 from solver.job import Allocation
 from solver.market import MarketData
+from solver.observation import Decision, JobView, Observation
 from solver.optimize import stochastic
 from solver.optimize.stochastic import IDLE, ON_DEMAND, SPOT, SingleJob, Solution, SpotModel
 from solver.policies.chc import CommittedHorizonControl
 from solver.policies.common import finishable, on_demand, on_demand_market
 from solver.policies.forecast_sources import DistributionForecast, ForecastSource, make_source
-from solver.policy import Decision, JobView, Observation
 
 
 @dataclass

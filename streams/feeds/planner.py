@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from solver.market import Market
-from streams.events import AvailabilityTick, PriceTick
+from streams.contract.events import AvailabilityTick, PriceTick
 from streams.feeds.base import PriceChange
 from streams.pipeline import utc
 

@@ -35,14 +35,14 @@ from aiokafka import AIOKafkaProducer
 from prometheus_client import CollectorRegistry
 
 from solver.market import Market
-from streams.events import PriceTick, dump_event
+from streams.contract.events import PriceTick, dump_event
 from streams.feeds.base import PriceChange, PriceSource
 from streams.feeds.metrics import FeedMetrics
 from streams.feeds.planner import FeedGrid, FeedTick, Position, plan, position
 from streams.feeds.retry import FeedStopped, RateLimitedLog, RetryPolicy, retrying
 from streams.feeds.topic import TopicView
 from streams.pipeline import utc
-from streams.replay_events import partition_for
+from streams.replay import partition_for
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from streams.events import AvailabilityTick, EventError, PriceTick, parse_event
+from streams.contract.events import AvailabilityTick, EventError, PriceTick, parse_event
 from streams.feeds.planner import Position, is_feed_tick, position
-from streams.replay_events import partition_for
+from streams.replay import partition_for
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from solver.market import MarketData, MarketTicks, build_market_data
 from solver.policies import make_policy
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.events import Envelope, ProvisioningDecision, dump_event, parse_event
-from streams.replay_events import run_in_memory, trace_events
+from streams.contract.events import Envelope, ProvisioningDecision, dump_event, parse_event
+from streams.replay import run_in_memory, trace_events
 from streams.settings import Settings
 
 SLOT = 3600.0

@@ -20,7 +20,7 @@ from connectors.aws import (
     client_token,
 )
 from connectors.base import FatalError, PermanentError, TransientError
-from streams.events import AvailabilityTick
+from streams.contract.events import AvailabilityTick
 from tests.connectors.helpers import MARKET, OTHER_MARKET, decision
 
 REGIONS = ("us-east-1", "us-west-2")

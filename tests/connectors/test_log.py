@@ -2,7 +2,7 @@ import io
 
 from connectors.base import Applied
 from connectors.log import LogConnector
-from streams.events import parse_event
+from streams.contract.events import parse_event
 from tests.connectors.helpers import decision
 
 

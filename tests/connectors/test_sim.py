@@ -13,7 +13,7 @@ from connectors.simcloud import SimulatedCloud
 from connectors.store import Journal
 from solver.policies import make_policy
 from solver.simulator import simulate
-from streams.events import (
+from streams.contract.events import (
     AvailabilityTick,
     Envelope,
     JobFinished,
@@ -23,7 +23,7 @@ from streams.events import (
     ProvisioningDecision,
 )
 from streams.pipeline import EpochCoordinator, MarketStage, PartitionScheduler, RejectedEvent
-from streams.replay_events import trace_events
+from streams.replay import trace_events
 from tests.connectors.helpers import SLOT, Replay, decision, replay
 
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from streams.devkafka import KAFKA_VERSION
+from streams.kafka.devkafka import KAFKA_VERSION
 from streams.settings import Settings, Topics, read_catalogue
 
 REPO = Path(__file__).resolve().parents[2]

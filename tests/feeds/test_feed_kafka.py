@@ -19,7 +19,7 @@ from solver.market import Market, MarketTicks, build_market_data
 from solver.policies import make_policy
 from solver.synthetic import SYNTHETIC_START, SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.events import (
+from streams.contract.events import (
     AvailabilityTick,
     JobSubmitted,
     PriceTick,
@@ -28,10 +28,10 @@ from streams.events import (
 )
 from streams.feeds.base import PriceChange
 from streams.feeds.planner import FeedGrid, is_feed_tick, plan
-from streams.kafka_io import publish_job_events
+from streams.kafka.clients import publish_job_events
+from streams.kafka.topics import ensure_topics
 from streams.pipeline import decision_rows
-from streams.replay_events import partition_for, run_in_memory, trace_events
-from streams.topics import ensure_topics
+from streams.replay import partition_for, run_in_memory, trace_events
 from tests.feeds.spot_history import SeededHistory
 from tests.kafka.pipeline_harness import REPO, Pipeline
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 from rich.console import Console
 
-from streams.forecast_report import run_forecast_report
+from streams.reports.forecast import run_forecast_report
 from tests.forecast.series import capacity, step_prices
 from tests.forecast.test_evaluation import markets
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from streams.devkafka import (
+from streams.kafka.devkafka import (
     DevKafkaError,
     KafkaBroker,
     fetch_jars,

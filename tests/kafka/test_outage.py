@@ -22,10 +22,10 @@ from connectors.metrics import ConnectorMetrics
 from connectors.runtime import ConnectorRuntime, RuntimeOptions
 from connectors.store import AppliedKeys
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from streams.devkafka import KafkaBroker, fetch_jars, kafka_home
-from streams.events import JobProgress, ProvisioningDecision, dump_event
+from streams.contract.events import JobProgress, ProvisioningDecision, dump_event
+from streams.kafka.devkafka import KafkaBroker, fetch_jars, kafka_home
+from streams.kafka.topics import ensure_topics
 from streams.settings import Settings, Topics
-from streams.topics import ensure_topics
 from tests.connectors.helpers import committed, publish, read_all, replay
 from tests.kafka.pipeline_harness import Pipeline, rows_from_jsonl
 

@@ -12,10 +12,10 @@ import pytest
 from solver.market import build_market_data
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.events import JobSubmitted, PriceTick, dump_event
-from streams.kafka_io import publish_replay
+from streams.contract.events import JobSubmitted, PriceTick, dump_event
+from streams.kafka.clients import publish_replay
 from streams.pipeline import decision_rows
-from streams.replay_events import trace_events
+from streams.replay import trace_events
 from streams.settings import read_catalogue
 from tests.kafka.pipeline_harness import Pipeline, publish_raw, rows_from_jsonl, wait_for
 from tests.traces_dir import needs_traces, traces_dir

@@ -118,7 +118,7 @@ def test_poison_before_and_during_a_real_replay_then_a_kill(kafka_bootstrap, tmp
 async def pipeline_topics_and_poison(pipeline: Pipeline,
                                      messages: list[tuple[str, str, bytes]]) -> None:
     """Create the pipeline's topics, then send the poison: it is the first thing in them."""
-    from streams.topics import ensure_topics
+    from streams.kafka.topics import ensure_topics
 
     await ensure_topics(pipeline.settings)
     await publish_raw(pipeline, messages)

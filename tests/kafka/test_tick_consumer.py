@@ -10,13 +10,13 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from streams.events import MarketBoundary, dump_event
-from streams.kafka_io import publish_replay
+from streams.contract.events import MarketBoundary, dump_event
+from streams.kafka.clients import publish_replay
+from streams.kafka.topics import ensure_topics
 from streams.pipeline import MarketStage
-from streams.replay_events import partition_for, trace_events
+from streams.replay import partition_for, trace_events
+from streams.runners.tick_consumer import TickConsumer, group_id
 from streams.settings import Settings, Topics
-from streams.tick_consumer import TickConsumer, group_id
-from streams.topics import ensure_topics
 from tests.kafka.pipeline_harness import Pipeline, wait_for
 from tests.kafka_fixture import TopicFactory
 

@@ -10,14 +10,14 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 import streams.metrics
+from solver.decision import explain
 from solver.engine import JobState
-from solver.explain import explain
 from solver.job import Allocation, Job
 from solver.market import Market, build_market_data
+from solver.observation import JobView, Observation
 from solver.policies import make_policy
-from solver.policy import JobView, Observation
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from streams.events import EventError, JobCancelled, JobSubmitted, MarketBoundary
+from streams.contract.events import EventError, JobCancelled, JobSubmitted, MarketBoundary
 from streams.metrics import (
     PipelineMetrics,
     deadline_risk,
@@ -28,7 +28,7 @@ from streams.metrics import (
     reason_kind,
 )
 from streams.pipeline import EpochCoordinator, MarketStage, PartitionScheduler, RejectedEvent
-from streams.replay_events import trace_events
+from streams.replay import trace_events
 from tests.solver.helpers import cold_outlooks
 
 H = 3600.0

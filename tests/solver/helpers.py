@@ -7,7 +7,7 @@ import numpy as np
 from solver.forecast.models import MarketModels, Outlooks
 from solver.job import Allocation, Job
 from solver.market import Market, MarketData
-from solver.policy import Decision, Observation
+from solver.observation import Decision, Observation
 
 HOUR = 3600.0
 

@@ -2,7 +2,7 @@ import dataclasses
 
 import pytest
 
-from solver.evaluate import (
+from solver.evaluation.evaluate import (
     EvaluationSettings,
     PolicyStats,
     check_policies,
@@ -10,8 +10,13 @@ from solver.evaluate import (
     evaluate_case,
     sensitivity,
 )
+from solver.evaluation.scenarios import (
+    CantBeLateSpec,
+    FineTuneSpec,
+    cant_be_late_cases,
+    fine_tune_case,
+)
 from solver.policies.selection import DEFAULT_POOL
-from solver.scenarios import CantBeLateSpec, FineTuneSpec, cant_be_late_cases, fine_tune_case
 from solver.workload import WorkloadSpec
 from tests.solver.test_scenarios import probe_ticks
 from tests.traces_dir import needs_traces, traces_dir

@@ -4,9 +4,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solver.job import Allocation
+from solver.observation import JobView, Observation
 from solver.policies import make_policy
 from solver.policies.prediction_free import PredictionFree
-from solver.policy import JobView, Observation
 from solver.simulator import simulate
 from tests.solver.helpers import HOUR, cold_outlooks, flat_data, job, markets
 

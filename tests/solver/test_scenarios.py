@@ -3,8 +3,7 @@ import random
 import numpy as np
 import pytest
 
-from solver.market import Market, MarketTicks
-from solver.scenarios import (
+from solver.evaluation.scenarios import (
     CantBeLateSpec,
     FineTuneSpec,
     build_cases,
@@ -12,6 +11,7 @@ from solver.scenarios import (
     fine_tune_case,
     window_starts,
 )
+from solver.market import Market, MarketTicks
 
 
 def probe_ticks(n_ticks=1400, tick=195.0, zones=("us-east-1a", "us-west-2b"), seed=0):

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from hypothesis import strategies as st
 
-from streams.events import (
+from streams.contract.events import (
     MAX_AVAILABLE,
     MAX_INSTANCES,
     MAX_OVERHEAD_SECONDS,

@@ -3,8 +3,8 @@ import json
 import pytest
 from hypothesis import given
 
-from streams.events import EVENT_TYPES, dump_event
-from streams.schema import json_schemas, write_schemas
+from streams.contract.events import EVENT_TYPES, dump_event
+from streams.contract.schema import json_schemas, write_schemas
 from tests.streams.strategies import events
 
 jsonschema = pytest.importorskip("jsonschema")

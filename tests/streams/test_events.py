@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from solver.job import Job
-from streams.events import (
+from streams.contract.events import (
     EVENT_TYPES,
     SCHEMA_VERSION,
     AvailabilityTick,
@@ -309,7 +309,7 @@ def test_implausible_values_are_rejected_naming_the_field(raw, message):
 
 
 def test_bounds_are_documented_in_the_json_schemas():
-    from streams.schema import json_schemas
+    from streams.contract.schema import json_schemas
 
     schemas = json_schemas()
     price = schemas["price_tick"]["properties"]["spot_price"]
@@ -323,7 +323,7 @@ def test_bounds_are_documented_in_the_json_schemas():
 
 
 def test_a_dead_letter_keeps_the_key_and_the_head_of_a_huge_message():
-    from streams.events import DEAD_LETTER_RAW_BYTES, EARLIEST_TIME, LATEST_TIME
+    from streams.contract.events import DEAD_LETTER_RAW_BYTES, EARLIEST_TIME, LATEST_TIME
 
     raw = b"\xff" + b"x" * (2 * DEAD_LETTER_RAW_BYTES)
     letter = DeadLetter.from_raw(raw, EventError("too long"), source_topic="ticks",

@@ -19,8 +19,7 @@ from solver.market import build_market_data
 from solver.policies import make_policy
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.driver import is_stage_error
-from streams.events import (
+from streams.contract.events import (
     MAX_AVAILABLE,
     MAX_INSTANCES,
     MAX_OVERHEAD_SECONDS,
@@ -34,11 +33,12 @@ from streams.events import (
     dump_event,
     parse_event,
 )
-from streams.memory_pipeline import MemoryPipeline
 from streams.pipeline import decision_rows
-from streams.replay_events import trace_events
+from streams.pipeline.driver import is_stage_error
+from streams.pipeline.stage import first_boundary
+from streams.replay import trace_events
+from streams.runners.memory import MemoryPipeline
 from streams.settings import Topics
-from streams.stage import first_boundary
 
 SLOT = 3600.0
 TOPICS = Topics()

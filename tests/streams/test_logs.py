@@ -2,7 +2,7 @@
 
 import logging
 
-from streams.logs import RateLimit
+from streams.runtime import RateLimit
 
 
 class Clock:

@@ -5,7 +5,7 @@ from solver.policies import make_policy
 from solver.simulator import simulate
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.events import (
+from streams.contract.events import (
     AvailabilityTick,
     JobCancelled,
     JobSubmitted,
@@ -21,7 +21,7 @@ from streams.pipeline import (
     decision_rows,
     epoch_index,
 )
-from streams.replay_events import partition_for, run_in_memory, trace_events
+from streams.replay import partition_for, run_in_memory, trace_events
 
 SLOT = 3600.0
 

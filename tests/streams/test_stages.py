@@ -13,7 +13,7 @@ from solver.market import build_market_data
 from solver.policies import make_policy
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.events import (
+from streams.contract.events import (
     AvailabilityTick,
     EpochClosed,
     JobCancelled,
@@ -24,10 +24,10 @@ from streams.events import (
     ProvisioningDecision,
     dump_event,
 )
-from streams.market_stage import MAX_BOUNDARIES_PER_TICK
 from streams.pipeline import EpochCoordinator, MarketStage, PartitionScheduler, RejectedEvent
-from streams.replay_events import trace_events
-from streams.stage import Fault, Message, Rejection, first_boundary
+from streams.pipeline.market_stage import MAX_BOUNDARIES_PER_TICK
+from streams.pipeline.stage import Fault, Message, Rejection, first_boundary
+from streams.replay import trace_events
 
 SLOT = 3600.0
 DAY = 86_400.0
@@ -185,17 +185,17 @@ def test_a_job_the_policy_fails_on_is_failed_and_the_others_decided_as_without_i
 
 
 def test_a_job_whose_decision_cannot_be_built_is_failed(market, epochs, monkeypatch):
-    import streams.scheduler
+    import streams.pipeline.scheduler
 
     _, data, jobs = market
-    real = streams.scheduler.explain
+    real = streams.pipeline.scheduler.explain
 
     def explain(obs, view, allocation):
         if view.id == jobs[1].id:
             return dataclasses.replace(real(obs, view, allocation), slack_seconds=-math.inf)
         return real(obs, view, allocation)
 
-    monkeypatch.setattr(streams.scheduler, "explain", explain)
+    monkeypatch.setattr(streams.pipeline.scheduler, "explain", explain)
     scheduler = PartitionScheduler(data.markets, SLOT, lambda: make_policy("greedy"))
     out = feed(scheduler, in_event_time_order(
         [JobSubmitted.from_job(j, j.release) for j in jobs], epochs))

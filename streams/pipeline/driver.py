@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from streams.events import DeadLetter, Envelope, EventError, parse_event
-from streams.stage import Fault, Message, RejectedEvent, Rejection, StageOutput
+from streams.contract.events import DeadLetter, Envelope, EventError, parse_event
+from streams.pipeline.stage import Fault, Message, RejectedEvent, Rejection, StageOutput
 
 
 class Stage(Protocol):

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from solver.evaluate import (
+from solver.evaluation.evaluate import (
     DEFAULT_SETTINGS,
     PLANNERS,
     CaseResult,
@@ -25,10 +25,10 @@ from solver.evaluate import (
     sensitivity,
     value_of_forecasts,
 )
+from solver.evaluation.scenarios import CantBeLateSpec, Case, build_cases
 from solver.market import MarketTicks
 from solver.policies import PolicySpec
-from solver.scenarios import CantBeLateSpec, Case, build_cases
-from streams.plotting import bar_panel
+from streams.reports.plotting import bar_panel
 
 DEFAULT_TASKS = CantBeLateSpec()
 

@@ -11,8 +11,8 @@ import math
 from collections.abc import Sequence
 
 from solver.market import Market
-from streams.events import EpochClosed, MarketBoundary
-from streams.stage import Message, RejectedEvent, StageOutput, epoch_index
+from streams.contract.events import EpochClosed, MarketBoundary
+from streams.pipeline.stage import Message, RejectedEvent, StageOutput, epoch_index
 
 MAX_OPEN_BOUNDARIES = 100_000
 """Boundaries reported by some markets and not yet by all that the coordinator keeps."""

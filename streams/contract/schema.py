@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from streams.events import EVENT_TYPES, SCHEMA_VERSION, Event
+from streams.contract.events import EVENT_TYPES, SCHEMA_VERSION, Event
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

@@ -15,15 +15,15 @@ from aiokafka.partitioner import murmur2
 
 from solver.job import Job
 from solver.market import Market, MarketTicks
-from solver.policy import Policy
-from streams.events import (
+from solver.observation import Policy
+from streams.contract.events import (
     AvailabilityTick,
     JobSubmitted,
     PriceTick,
     ProvisioningDecision,
     dump_event,
 )
-from streams.stage import utc
+from streams.pipeline.stage import utc
 
 ReplayEvent = PriceTick | AvailabilityTick | JobSubmitted
 
@@ -64,8 +64,8 @@ def run_in_memory(
     market_partitions: int = 1,
 ) -> list[ProvisioningDecision]:
     """All decisions of a ``partitions``-way scheduler fed ``events`` in order, through the
-    worker's stages on in-memory topics (:class:`streams.memory_pipeline.MemoryPipeline`)."""
-    from streams.memory_pipeline import MemoryPipeline
+    worker's stages on in-memory topics (:class:`streams.runners.memory.MemoryPipeline`)."""
+    from streams.runners.memory import MemoryPipeline
 
     pipeline = MemoryPipeline(catalogue, slot_seconds, policy_factory, partitions,
                               market_partitions)

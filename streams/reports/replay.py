@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
-from solver.compare import PolicySummary
+from solver.evaluation.compare import PolicySummary
 from solver.job import Job
 from solver.market import MarketData
 from solver.simulator import SimulationResult

@@ -1,6 +1,6 @@
-"""Policies played over scenario cases (:mod:`solver.scenarios`): per-case statistics, what
-policy selection's members would have done, the value of forecasts, and the sensitivity of CHC
-to forecast error.
+"""Policies played over scenario cases (:mod:`solver.evaluation.scenarios`): per-case
+statistics, what policy selection's members would have done, the value of forecasts, and the
+sensitivity of CHC to forecast error.
 
 Every policy plays every episode of a case in order, with the markets' forecasters as trained
 on the trace before the episode's window (so forecasts are causal and warm, as in a live
@@ -21,9 +21,11 @@ from typing import Any
 
 import numpy as np
 
+from solver.evaluation.scenarios import Case, Episode
 from solver.experts import RegretTrace
 from solver.job import Job, JobResult
 from solver.market import MarketData
+from solver.observation import Policy
 from solver.optimize.backends import SolverLimits
 from solver.policies import POLICIES, PolicySpec, check_spec, make_policy
 from solver.policies.forecast_error import ForecastErrorMonitor
@@ -33,8 +35,6 @@ from solver.policies.forecast_sources import (
     NoisyOracleForecast,
 )
 from solver.policies.selection import DEFAULT_POOL, FALLBACK, Selector
-from solver.policy import Policy
-from solver.scenarios import Case, Episode
 from solver.simulator import simulate
 
 POLICY_ORDER = ("on-demand", "spot-only", "greedy", "uniform-progress", "prediction-free",

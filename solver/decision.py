@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from solver.job import Allocation
-from solver.policy import JobView, Observation
+from solver.observation import JobView, Observation
 
 
 @dataclass(frozen=True, slots=True)

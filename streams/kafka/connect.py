@@ -2,7 +2,7 @@
 
 :func:`start_client` starts an aiokafka producer, consumer or admin client. While the broker is
 unreachable it retries with exponential backoff for up to ``broker_timeout_seconds``, logging one
-line per attempt (rate-limited by :mod:`streams.logs`); a setting the broker refuses — the
+line per attempt (rate-limited by :mod:`streams.runtime`); a setting the broker refuses — the
 credentials, the TLS trust, a TLS listener spoken to in plaintext or the reverse — fails at
 once. Either way the :class:`BrokerError` names the setting and what failed, never a secret;
 the Kafka client's own records are held back while it starts.

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from solver.forecast import MarketFactory, MarketForecaster, market_factory, slot_seasonality
 from solver.market import Market
 from solver.slotting import LateTickError, SlotClose, SlotCutter
-from streams.events import (
+from streams.contract.events import (
     MAX_AMOUNT,
     MAX_PRICE,
     AvailabilityTick,
@@ -29,7 +29,15 @@ from streams.events import (
     MarketForecast,
     PriceTick,
 )
-from streams.stage import Fault, Message, RejectedEvent, Rejection, StageOutput, rejection, utc
+from streams.pipeline.stage import (
+    Fault,
+    Message,
+    RejectedEvent,
+    Rejection,
+    StageOutput,
+    rejection,
+    utc,
+)
 
 DEFAULT_MAX_FUTURE_SKEW_SECONDS = 86_400.0
 """How far ahead of a market's event time a tick may be (setting MAX_FUTURE_SKEW_SECONDS)."""

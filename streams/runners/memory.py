@@ -1,9 +1,9 @@
 """The worker's stages wired as on Kafka, over in-memory topics.
 
 Every message is bytes with a key, partitioned by Kafka's partitioner and numbered by offset;
-each stage is fed its partition through a :class:`~streams.driver.Driver`, exactly as the worker
-does, and its outputs go round as bytes to the next stage. Tests and ``run_in_memory`` use it
-to run the pipeline without a broker, poison included.
+each stage is fed its partition through a :class:`~streams.pipeline.driver.Driver`, exactly as
+the worker does, and its outputs go round as bytes to the next stage. Tests and
+``run_in_memory`` use it to run the pipeline without a broker, poison included.
 """
 
 from __future__ import annotations
@@ -12,10 +12,8 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 
 from solver.market import Market
-from solver.policy import Policy
-from streams.coordinator import EpochCoordinator
-from streams.driver import Driver, Outcome, dead_letter
-from streams.events import (
+from solver.observation import Policy
+from streams.contract.events import (
     DeadLetter,
     EpochClosed,
     MarketBoundary,
@@ -23,11 +21,13 @@ from streams.events import (
     ProvisioningDecision,
     dump_event,
 )
-from streams.market_stage import DEFAULT_MAX_FUTURE_SKEW_SECONDS, MarketStage
-from streams.replay_events import partition_for
-from streams.scheduler import PartitionScheduler
+from streams.pipeline.coordinator import EpochCoordinator
+from streams.pipeline.driver import Driver, Outcome, dead_letter
+from streams.pipeline.market_stage import DEFAULT_MAX_FUTURE_SKEW_SECONDS, MarketStage
+from streams.pipeline.scheduler import PartitionScheduler
+from streams.pipeline.stage import Fault, Message
+from streams.replay import partition_for
 from streams.settings import Topics
-from streams.stage import Fault, Message
 
 
 class MemoryPipeline:

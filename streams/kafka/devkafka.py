@@ -6,8 +6,8 @@ Topic auto-creation is left at Kafka's default (enabled), as in a stock broker. 
 :class:`SaslSsl`, the client listener requires SASL/PLAIN over TLS (the broker talks to itself
 the same way); the controller listener stays plaintext on loopback.
 
-    python -m streams.devkafka --port 9092      # run until Ctrl-C
-    python -m streams.devkafka --fetch-only     # only fetch the jars
+    python -m streams.kafka.devkafka --port 9092      # run until Ctrl-C
+    python -m streams.kafka.devkafka --fetch-only     # only fetch the jars
 """
 
 from __future__ import annotations
@@ -391,7 +391,7 @@ def serve(port: int = 9092, data_dir: Path | None = None) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: run a development broker, or only fetch its jars."""
     parser = argparse.ArgumentParser(
-        prog="python -m streams.devkafka",
+        prog="python -m streams.kafka.devkafka",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from streams.kafka_connect import start_client
+from streams.kafka.connect import start_client
 from streams.settings import Settings
 
 FOREVER = "-1"

@@ -7,9 +7,9 @@ from dataclasses import asdict, dataclass, replace
 
 from solver.job import Job
 from solver.market import MarketData
+from solver.observation import Policy
 from solver.policies import HINDSIGHT, PolicySpec, check_spec, make_policy
 from solver.policies.baselines import OnDemandOnly
-from solver.policy import Policy
 from solver.simulator import SimulationResult, simulate_partitioned, tape
 
 

@@ -4,7 +4,7 @@ of messages (the dead letters to write) and faults (errors that reject no messag
 A stage's ``handle(event, message)`` returns events to publish, :class:`Rejection` s — of the
 message in hand or of an earlier one the stage had kept (a job event waiting for its epoch, a
 market tick on a clock that lost) — and :class:`Fault` s. Anything it raises rejects the
-message in hand (:mod:`streams.driver`).
+message in hand (:mod:`streams.pipeline.driver`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from streams.events import Envelope
+from streams.contract.events import Envelope
 
 
 class RejectedEvent(ValueError):

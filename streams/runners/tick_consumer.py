@@ -19,7 +19,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord
 from aiokafka.errors import CommitFailedError
 from mode import Service
 
-from streams.kafka_connect import retrying, start_client
+from streams.kafka.connect import retrying, start_client
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ class TickConsumer(Service):
 class _Handover(ConsumerRebalanceListener):
     """Lets a rebalance proceed only between batches, so a batch is committed by its owner.
 
-    A revoked partition's stage is kept, not dropped: :class:`streams.app.PartitionStages`
+    A revoked partition's stage is kept, not dropped: :class:`streams.runners.kafka.PartitionStages`
     rebuilds a stage from the log whenever the offset it is given is not the one after the
     last it handled. A stage that missed records handled elsewhere is therefore never used
     stale, and one whose partition comes straight back (a stage is a function of its log up

@@ -2,7 +2,7 @@
 the job-publishing client and the typed decision consumer.
 
 Every client rides out a broker outage of up to ``broker_timeout_seconds``: it starts with
-:func:`streams.kafka_connect.start_client`, and a producer keeps unacknowledged messages, in
+:func:`streams.kafka.connect.start_client`, and a producer keeps unacknowledged messages, in
 order, for that long (its request timeout), logging while it waits.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
-from streams.events import (
+from streams.contract.events import (
     Envelope,
     EventError,
     JobCancelled,
@@ -27,8 +27,8 @@ from streams.events import (
     dump_event,
     parse_event,
 )
-from streams.kafka_connect import BrokerError, start_client
-from streams.replay_events import ReplayEvent, partition_for
+from streams.kafka.connect import BrokerError, start_client
+from streams.replay import ReplayEvent, partition_for
 from streams.settings import Settings, env_name
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The worker: decode each input message, call a pipeline stage, and encode its outputs.
 
 The market stage runs on a batched consumer of its own inside the worker
-(:class:`streams.tick_consumer.TickConsumer`, group ``<app id>.market-ticks``); the epoch
+(:class:`streams.runners.tick_consumer.TickConsumer`, group ``<app id>.market-ticks``); the epoch
 coordinator and the scheduler are Faust agents (group ``<app id>``).
 
 Each of them keeps one stage per partition it owns. When a worker takes over a partition in
@@ -9,7 +9,7 @@ the middle of its log (a restart, or a rebalance), it first rebuilds the stage b
 the partition from the beginning up to that point, so no job state is lost; anything
 re-emitted carries the same idempotency key as before.
 
-Every message goes through a :class:`streams.driver.Driver`, live and in the rebuild alike:
+Every message goes through a :class:`streams.pipeline.driver.Driver`, live and in the rebuild alike:
 whatever it makes its stage raise is dead-lettered (and counted as a stage error), and the
 stage goes on with the next message.
 """
@@ -28,16 +28,16 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from prometheus_client import CollectorRegistry
 
 from solver.policies import make_policy
-from streams.driver import Driver, Outcome, dead_letter, is_stage_error
-from streams.events import MarketBoundary, dump_event
-from streams.kafka_connect import start_client
-from streams.logs import rate_limit_handlers
+from streams.contract.events import MarketBoundary, dump_event
+from streams.kafka.connect import start_client
 from streams.metrics import PipelineMetrics
 from streams.pipeline import EpochCoordinator, MarketStage, PartitionScheduler
-from streams.replay_events import partition_for
+from streams.pipeline.driver import Driver, Outcome, dead_letter, is_stage_error
+from streams.pipeline.stage import Message
+from streams.replay import partition_for
+from streams.runners.tick_consumer import TickConsumer
+from streams.runtime import rate_limit_handlers
 from streams.settings import Settings
-from streams.stage import Message
-from streams.tick_consumer import TickConsumer
 
 log = logging.getLogger(__name__)
 
@@ -246,7 +246,7 @@ def create_app(settings: Settings, registry: CollectorRegistry | None = None) ->
 
 
 class RateLimitedWorker(faust.Worker):
-    """The Faust worker, its log handlers rate-limited (:mod:`streams.logs`)."""
+    """The Faust worker, its log handlers rate-limited (:mod:`streams.runtime`)."""
 
     def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
         super().on_setup_root_logger(logger, level)

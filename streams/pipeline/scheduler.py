@@ -22,12 +22,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from solver.decision import explain
 from solver.engine import Engine
-from solver.explain import explain
 from solver.job import Allocation
 from solver.market import Market
-from solver.policy import Policy
-from streams.events import (
+from solver.observation import Policy
+from streams.contract.events import (
     EpochClosed,
     JobCancelled,
     JobFinished,
@@ -35,7 +35,7 @@ from streams.events import (
     JobSubmitted,
     ProvisioningDecision,
 )
-from streams.stage import (
+from streams.pipeline.stage import (
     Message,
     RejectedEvent,
     StageOutput,

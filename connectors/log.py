@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from connectors.base import Applied
+from solver.market import SECONDS_PER_HOUR
 from streams.contract.events import ProvisioningDecision, dump_event
 
 
@@ -13,7 +14,7 @@ def describe(decision: ProvisioningDecision) -> str:
     d = decision
     return (f"{d.slot_start:%Y-%m-%dT%H:%M:%SZ} epoch={d.epoch} job={d.job_id} "
             f"market={d.market} spot={d.spot} on-demand={d.on_demand} "
-            f"cost=${d.expected_cost_usd:.2f} slack={d.slack_seconds / 3600:.1f}h "
+            f"cost=${d.expected_cost_usd:.2f} slack={d.slack_seconds / SECONDS_PER_HOUR:.1f}h "
             f"policy={d.policy} key={d.idempotency_key}: {d.reason or '-'}")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from solver.job import Allocation
+from solver.market import SECONDS_PER_HOUR
 from solver.observation import JobView, Observation
 
 
@@ -27,7 +28,7 @@ def explain(obs: Observation, view: JobView, allocation: Allocation) -> Explanat
     on_demand_price = obs.markets[m].on_demand_price
     price_now = float(obs.price_now[m])
     cost = (allocation.spot * price_now + allocation.on_demand * on_demand_price) * obs.slot_hours
-    finish = obs.time + 3600.0 * (
+    finish = obs.time + SECONDS_PER_HOUR * (
         job.restart_overhead_hours + job.hours_to_finish(view.remaining, job.n_max)
     )
     return Explanation(

@@ -17,7 +17,7 @@ import numpy as np
 
 from solver.forecast.models import MarketModels, Outlooks
 from solver.job import Allocation, Job, JobResult
-from solver.market import Market
+from solver.market import SECONDS_PER_HOUR, Market
 from solver.observation import Decision, JobView, Observation, Policy
 
 
@@ -342,7 +342,7 @@ class Engine:
         _, requests = self._pending
         self._pending = None
         capacity = np.array(availability, dtype=np.int64)
-        slot_h = self.slot_seconds / 3600.0
+        slot_h = self.slot_seconds / SECONDS_PER_HOUR
         start = self.slot_start
         usage: list[SlotUsage] = []
         for state, request in requests:
@@ -415,7 +415,7 @@ def _run_slot(state: JobState, granted: Allocation | None, start: float, slot_s:
         return
     overhead = min(state.pending_overhead, slot_s)
     state.pending_overhead -= overhead
-    rate = state.job.throughput(granted.total) / 3600.0  # work per second
+    rate = state.job.throughput(granted.total) / SECONDS_PER_HOUR  # work per second
     productive = slot_s - overhead
     if rate * productive >= state.remaining:
         state.completion = start + overhead + state.remaining / rate

@@ -84,6 +84,32 @@ class Job:
         """Productive hours ``n`` instances need for ``remaining`` work."""
         return remaining / self.throughput(n)
 
+    def hours_needed(self, remaining: float, n: int, overhead: float | None = None) -> float:
+        """Hours until ``n`` instances finish ``remaining`` work from now: ``overhead`` seconds
+        of restart (default: one whole restart overhead), then the productive hours."""
+        overhead_hours = (self.restart_overhead_hours if overhead is None
+                          else overhead / SECONDS_PER_HOUR)
+        return overhead_hours + self.hours_to_finish(remaining, n)
+
+    def seconds_needed(self, remaining: float, n: int, overhead: float | None = None) -> float:
+        """:meth:`hours_needed` in seconds."""
+        return SECONDS_PER_HOUR * self.hours_needed(remaining, n, overhead)
+
+    def on_demand_finish(self, now: float, remaining: float) -> float:
+        """When on-demand at ``n_max``, started at ``now`` (one restart overhead paid), would
+        finish ``remaining`` work: the earliest finish that cannot be taken away."""
+        return now + self.seconds_needed(remaining, self.n_max)
+
+    def slack(self, now: float, remaining: float) -> float:
+        """Seconds to spare at ``now``: the hard deadline minus :meth:`on_demand_finish`."""
+        return self.hard_deadline - self.on_demand_finish(now, remaining)
+
+    def target_deadline(self, now: float, remaining: float) -> float:
+        """The soft deadline while on-demand at ``n_max`` can still meet it, else the hard
+        one: the deadline the rule-based policies aim at."""
+        finish = self.on_demand_finish(now, remaining)
+        return self.soft_deadline if finish <= self.soft_deadline else self.hard_deadline
+
     def may_use(self, market_key: str) -> bool:
         return self.allowed_markets is None or market_key in self.allowed_markets
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from solver.forecast.models import Outlooks
 from solver.job import Allocation, Job
-from solver.market import Market
+from solver.market import SECONDS_PER_HOUR, Market
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +50,7 @@ class Observation:
 
     @property
     def slot_hours(self) -> float:
-        return self.slot_seconds / 3600.0
+        return self.slot_seconds / SECONDS_PER_HOUR
 
     @property
     def slot_end(self) -> float:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.market import Market, MarketTicks
+from solver.market import SECONDS_PER_HOUR, Market, MarketTicks
 
 SYNTHETIC_START = 1736121600.0
 """2025-01-06T00:00:00Z, a Monday: where synthetic time begins."""
@@ -67,7 +67,7 @@ def synthetic_ticks(spec: SyntheticMarketSpec = SyntheticMarketSpec()) -> list[M
     out = []
     for cloud, region, zone, utc_offset in _ZONES[: spec.n_markets]:
         market = Market(cloud, region, zone, spec.instance_type, spec.on_demand_price)
-        local_hour = ((times - SYNTHETIC_START) / 3600.0 + utc_offset) % 24.0
+        local_hour = ((times - SYNTHETIC_START) / SECONDS_PER_HOUR + utc_offset) % 24.0
         prices = _prices(rng, spec, local_hour)
         available = _availability(rng, spec, local_hour)
         out.append(MarketTicks(market, times.copy(), prices, available))
@@ -96,7 +96,7 @@ def _prices(rng: np.random.Generator, spec: SyntheticMarketSpec, hour: np.ndarra
 def _availability(
     rng: np.random.Generator, spec: SyntheticMarketSpec, hour: np.ndarray
 ) -> np.ndarray:
-    step_h = spec.tick_seconds / 3600.0
+    step_h = spec.tick_seconds / SECONDS_PER_HOUR
     busy = 1.0 + 0.8 * np.sin(2 * math.pi * (hour - 8.0) / 24.0)
     off_rate = np.minimum(1.0, busy * step_h / spec.mean_on_hours)
     on_rate = min(1.0, step_h / spec.mean_off_hours)

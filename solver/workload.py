@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.job import Job
-from solver.market import MarketData
+from solver.market import SECONDS_PER_HOUR, MarketData
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,14 +61,14 @@ def generate_jobs(data: MarketData, n_jobs: int, spec: WorkloadSpec = WorkloadSp
         n_min = max(1, math.floor(n_max * spec.n_min_share))
         beta = spec.beta_per_instance * (n_max - 1)
         workload = float(rng.uniform(*spec.workload_range))
-        run_h = workload / (n_max + beta) + spec.restart_overhead_seconds / 3600.0
+        run_h = workload / (n_max + beta) + spec.restart_overhead_seconds / SECONDS_PER_HOUR
         window_h = run_h * float(rng.uniform(*spec.slack_range))
         total_h = window_h * (1.0 + spec.hard_extra)
-        latest = end - total_h * 3600.0
+        latest = end - total_h * SECONDS_PER_HOUR
         if latest <= start:
             raise ValueError(
-                f"market data spans {(end - start) / 3600.0:.1f} h, too short for a job of "
-                f"{total_h:.1f} h; expected longer data or a smaller workload_range"
+                f"market data spans {(end - start) / SECONDS_PER_HOUR:.1f} h, too short for a job "
+                f"of {total_h:.1f} h; expected longer data or a smaller workload_range"
             )
         release = float(rng.uniform(start, latest))
         value = spec.value_factor * od_price * n_max * run_h
@@ -77,8 +77,8 @@ def generate_jobs(data: MarketData, n_jobs: int, spec: WorkloadSpec = WorkloadSp
                 id=f"job-{k:04d}",
                 workload=round(workload, 3),
                 release=math.ceil(release),
-                soft_deadline=math.floor(release + window_h * 3600.0),
-                hard_deadline=math.floor(release + total_h * 3600.0),
+                soft_deadline=math.floor(release + window_h * SECONDS_PER_HOUR),
+                hard_deadline=math.floor(release + total_h * SECONDS_PER_HOUR),
                 n_min=n_min,
                 n_max=n_max,
                 alpha=1.0,

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 from solver.evaluation.scenarios import CantBeLateSpec
 from solver.job import Job
-from solver.market import MarketData, MarketTicks, build_market_data
+from solver.market import SECONDS_PER_HOUR, MarketData, MarketTicks, build_market_data
 from solver.policies import POLICIES, check_spec
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
@@ -417,7 +417,8 @@ def decisions(
             else:
                 table.add_row(str(d.epoch), f"{d.slot_start:%Y-%m-%d %H:%M}", d.job_id,
                               d.market, str(d.spot), str(d.on_demand),
-                              f"{d.expected_cost_usd:.2f}", f"{d.slack_seconds / 3600:.1f}",
+                              f"{d.expected_cost_usd:.2f}",
+                              f"{d.slack_seconds / SECONDS_PER_HOUR:.1f}",
                               d.policy, d.reason)
         if not json_lines and not follow:
             console.print(table)

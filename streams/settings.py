@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from solver.market import Market
+from solver.market import SECONDS_PER_HOUR, Market
 
 ENV_PREFIX = "SPOTSCHED_"
 SECRETS = frozenset({"sasl_password"})
@@ -56,7 +56,7 @@ class Settings(BaseSettings):
         1, ge=1,
         description="Partitions of job-events and decisions; each plans its jobs on its own",
     )
-    slot_seconds: float = Field(3600.0, gt=0, description="Slot length Δ in seconds")
+    slot_seconds: float = Field(SECONDS_PER_HOUR, gt=0, description="Slot length Δ in seconds")
     policy: str = "uniform-progress"
     markets_file: Path | None = Field(
         None, description="JSON catalogue {market key: on-demand USD/h} the scheduler plans over"

@@ -84,7 +84,7 @@ class FineTuneSpec:
     """The fine-tuning setup (module doc); :data:`SCARCE` is the ``scarce`` one."""
 
     scenario: str = "fine-tune"
-    slot_seconds: float = 3600.0
+    slot_seconds: float = SECONDS_PER_HOUR
     window_slots: int = 168
     jobs_per_window: int = 8
     capacity_per_probe: int = 8

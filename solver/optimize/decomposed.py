@@ -14,7 +14,7 @@ work valued at a price ``λ`` per unit (Lagrangian relaxation of the work constr
   from the configuration it holds (as idle when that is outside the set), with its pending
   overhead;
 * slots after the job's *target deadline* (the soft deadline while on-demand at ``N_max`` can
-  still meet it, else the hard one; :func:`solver.policies.common.target_deadline`) are not
+  still meet it, else the hard one; :meth:`solver.job.Job.target_deadline`) are not
   usable, and the slot holding it only up to it;
 * ``λ`` starts at the cheapest on-demand price per unit of work (the terminal cost: work left
   after the window is assumed done on on-demand). If the plan then does more work than remains,
@@ -39,11 +39,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.job import Allocation
-from solver.market import MarketData
+from solver.market import SECONDS_PER_HOUR, MarketData
 from solver.observation import JobView, Observation
 from solver.optimize.program import cheapest_work_price
 from solver.optimize.window_dp import solve_window
-from solver.policies.common import target_deadline
 
 BISECTION_STEPS = 12
 """Bisection steps on ``λ`` for a job whose first plan finishes early or leaves too much:
@@ -101,11 +100,12 @@ class _Group:
         lost = np.array([min(max(overhead - p * slot_s, 0.0), slot_s)
                          for p in range(self.phases)])
         starts = window.origin + slot_s * np.arange(w)
-        deadlines = np.array([target_deadline(obs, v) for v in views])
+        deadlines = np.array([v.job.target_deadline(obs.time, v.remaining) for v in views])
         effective = np.clip(deadlines[:, None] - starts[None, :], 0.0, slot_s)  # (J, w)
         alpha = np.array([v.job.alpha for v in views])[:, None]
         beta = np.array([v.job.beta for v in views])[:, None]
-        rate = (alpha * self.configs.count[None, :] + beta) / 3600.0  # (J, C) work per second
+        # (J, C) work per second
+        rate = (alpha * self.configs.count[None, :] + beta) / SECONDS_PER_HOUR
         # work[j, c, p, t]: slot index p of a run; p == phases: a slot after the overhead.
         productive = np.maximum(effective[:, None, :] - np.append(lost, 0.0)[None, :, None], 0.0)
         self.work = rate[:, :, None, None] * productive[:, None, :, :]
@@ -113,7 +113,7 @@ class _Group:
         self.remaining = np.array([v.remaining for v in views])
         end = window.origin + slot_s * w
         h_max = np.array([v.job.throughput(v.job.n_max) for v in views])
-        later = h_max * np.maximum(deadlines - end - overhead, 0.0) / 3600.0
+        later = h_max * np.maximum(deadlines - end - overhead, 0.0) / SECONDS_PER_HOUR
         self.required = np.where(deadlines > end, np.maximum(self.remaining - later, 0.0),
                                  self.remaining)
         self.base_price = np.array([cheapest_work_price(v.job, window) for v in views])

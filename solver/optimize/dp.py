@@ -32,7 +32,7 @@ from fractions import Fraction
 import numpy as np
 
 from solver.job import Allocation, Job
-from solver.market import MarketData
+from solver.market import SECONDS_PER_HOUR, MarketData
 from solver.optimize.horizon import active_slots
 from solver.optimize.plan import Plan
 
@@ -96,7 +96,7 @@ def _stored_choices(job: Job, data: MarketData, grid: _Grid, n_modes: int) -> in
 
 
 def _need_units(job: Job, grid: _Grid) -> float:
-    seconds = job.workload / job.throughput(job.n_min) * 3600.0
+    seconds = job.workload / job.throughput(job.n_min) * SECONDS_PER_HOUR
     return seconds / grid.unit * (1.0 - _FINISH_TOLERANCE)
 
 
@@ -176,7 +176,7 @@ class _Program:
         self.state_type = np.min_scalar_type(self.n_states)
         self.need = _need_units(job, grid)
         self.levels = math.ceil(self.need)
-        self.work_seconds = job.workload / job.throughput(job.n_min) * 3600.0
+        self.work_seconds = job.workload / job.throughput(job.n_min) * SECONDS_PER_HOUR
         self.slots = active_slots(job, data.origin, data.slot_seconds, data.n_slots)
         markets = np.array([a.market for a in modes], dtype=int)
         spot = np.array([a.spot for a in modes], dtype=float)[:, None]

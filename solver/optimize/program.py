@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.job import Allocation, Job
-from solver.market import MarketData
+from solver.market import SECONDS_PER_HOUR, MarketData
 from solver.observation import JobView
 from solver.optimize.horizon import active_slots
 from solver.optimize.linear import LinearProgram
@@ -127,7 +127,7 @@ def build_program(
         if view.remaining <= 0 or not slots:
             continue
         configs = configurations(job, data)
-        rate = {c: job.throughput(c.total) / 3600.0 for c in configs}
+        rate = {c: job.throughput(c.total) / SECONDS_PER_HOUR for c in configs}
         phases = math.ceil(job.restart_overhead / slot_s) if job.restart_overhead else 0
         due = [min(slot_s, job.restart_overhead - i * slot_s) for i in range(phases)]
         work_step = 10.0 ** math.floor(math.log10(max(view.remaining, 1.0) * 1e-6))
@@ -227,7 +227,7 @@ def _terminal(
     leftover = lp.var(0, view.remaining, gain=-price)
     steps[leftover] = work_step
     lp.row([(leftover, 1), *work], lower=view.remaining)
-    finishable = h_max * max(0.0, job.hard_deadline - end - job.restart_overhead) / 3600.0
+    finishable = h_max * max(0.0, job.hard_deadline - end - job.restart_overhead) / SECONDS_PER_HOUR
     late_price = price + (job.value + job.miss_penalty) / view.remaining
     late = lp.var(0, view.remaining, gain=-late_price)
     steps[late] = work_step
@@ -237,11 +237,11 @@ def _terminal(
     span = job.hard_deadline - job.soft_deadline
     slope = (job.value - job.value_at_hard_deadline) / span if span > 0 else 0.0
     floor = job.value - slope * max(0.0, earliest - job.soft_deadline
-                                    + 3600.0 * view.remaining / h_max) - 1.0
+                                    + SECONDS_PER_HOUR * view.remaining / h_max) - 1.0
     credit = lp.var(min(floor, 0.0), max(job.value, 0.0), gain=1.0)
     steps[credit] = 10.0 ** math.floor(math.log10(max(1.0, abs(job.value)) * 1e-6))
     lp.row([(credit, 1), (last, job.value)], upper=job.value)
     if slope > 0:
         lead = slope * (earliest - job.soft_deadline)
-        lp.row([(credit, 1), (last, job.value - lead), (leftover, slope * 3600.0 / h_max)],
-               upper=job.value - lead)
+        lp.row([(credit, 1), (last, job.value - lead),
+                (leftover, slope * SECONDS_PER_HOUR / h_max)], upper=job.value - lead)

@@ -17,7 +17,6 @@ from solver.policies.common import (
     must_use_on_demand,
     on_demand,
     spot,
-    target_deadline,
 )
 
 
@@ -31,7 +30,7 @@ class OnDemandOnly:
         out: dict[str, Allocation] = {}
         for view in obs.jobs:
             current = view.current
-            deadline = target_deadline(obs, view)
+            deadline = view.job.target_deadline(obs.time, view.remaining)
             keep = current is not None and current.spot == 0
             if keep and _finishes(obs, view, current, deadline):
                 out[view.id] = current
@@ -105,12 +104,11 @@ class UniformProgress:
 
 def _behind_uniform_line(obs: Observation, view: JobView) -> bool:
     job = view.job
-    deadline = target_deadline(obs, view)
+    deadline = job.target_deadline(obs.time, view.remaining)
     share = min(1.0, (obs.time - job.release) / (deadline - job.release))
     return job.workload - view.remaining < share * job.workload
 
 
 def _finishes(obs: Observation, view: JobView, current: Allocation, deadline: float) -> bool:
-    job = view.job
-    hours = view.pending_overhead / 3600.0 + job.hours_to_finish(view.remaining, current.total)
-    return obs.time + 3600.0 * hours <= deadline
+    needed = view.job.seconds_needed(view.remaining, current.total, view.pending_overhead)
+    return obs.time + needed <= deadline

@@ -41,7 +41,7 @@ from typing import ClassVar
 import numpy as np
 
 from solver.job import Allocation
-from solver.market import MarketData
+from solver.market import SECONDS_PER_HOUR, MarketData
 from solver.observation import Decision, JobView, Observation
 from solver.optimize.backends import Backend, SolverLimits, solve_program
 from solver.optimize.decomposed import solve_decomposed
@@ -110,7 +110,7 @@ class CommittedHorizonControl:
 
     def decide(self, obs: Observation) -> Decision:
         if not self.window:
-            self.window = max(1, round(self.window_hours * 3600.0 / obs.slot_seconds))
+            self.window = max(1, round(self.window_hours * SECONDS_PER_HOUR / obs.slot_seconds))
             if self.commitment > self.window:
                 raise ValueError(
                     f"commitment={self.commitment}: expected at most the window of "

@@ -7,26 +7,16 @@ import math
 import numpy as np
 
 from solver.job import Allocation
+from solver.market import SECONDS_PER_HOUR
 from solver.observation import JobView, Observation
-
-
-def target_deadline(obs: Observation, view: JobView) -> float:
-    """The soft deadline while on-demand at ``n_max`` can still meet it, else the hard one."""
-    job = view.job
-    finish = obs.time + 3600.0 * (
-        job.restart_overhead_hours + job.hours_to_finish(view.remaining, job.n_max)
-    )
-    return job.soft_deadline if finish <= job.soft_deadline else job.hard_deadline
 
 
 def must_use_on_demand(obs: Observation, view: JobView) -> bool:
     """True when idling (or failing on spot) for this slot would leave too little time to
     finish on on-demand at ``n_max``, one restart overhead included, by the target deadline."""
     job = view.job
-    needed = 3600.0 * (
-        job.restart_overhead_hours + job.hours_to_finish(view.remaining, job.n_max)
-    )
-    return obs.slot_end + needed > target_deadline(obs, view)
+    needed = job.seconds_needed(view.remaining, job.n_max)
+    return obs.slot_end + needed > job.target_deadline(obs.time, view.remaining)
 
 
 def on_demand_market(obs: Observation, view: JobView) -> int:
@@ -83,8 +73,8 @@ def cheapest_on_demand_count(obs: Observation, view: JobView, deadline: float) -
     price = obs.markets[on_demand_market(obs, view)].on_demand_price
     best: tuple[float, int] | None = None
     for n in range(job.n_min, job.n_max + 1):
-        hours = job.restart_overhead_hours + job.hours_to_finish(view.remaining, n)
-        if obs.time + 3600.0 * hours > deadline:
+        hours = job.hours_needed(view.remaining, n)
+        if obs.time + SECONDS_PER_HOUR * hours > deadline:
             continue
         cost = n * price * math.ceil(hours / obs.slot_hours) * obs.slot_hours
         if best is None or cost < best[0]:
@@ -103,7 +93,8 @@ def keeps_deadline(obs: Observation, view: JobView, choice: Allocation | None,
     finish on on-demand at ``N_max``, one restart included, by its target deadline, and by its
     hard deadline even if the slot's spot is lost (spot is a fair bet for the soft deadline,
     never for the hard one, unless the forecasts are exact)."""
-    return (finishable(obs, view, choice, credit_spot=True, by=target_deadline(obs, view))
+    target = view.job.target_deadline(obs.time, view.remaining)
+    return (finishable(obs, view, choice, credit_spot=True, by=target)
             and finishable(obs, view, choice, credit_spot=spot_is_safe,
                            by=view.job.hard_deadline))
 
@@ -118,8 +109,7 @@ def finishable(obs: Observation, view: JobView, choice: Allocation | None, credi
     if choice is not None and (credit_spot or choice.spot == 0):
         overhead = view.pending_overhead if choice == view.current else job.restart_overhead
         productive = max(0.0, obs.slot_seconds - overhead)
-        remaining -= job.throughput(choice.total) * productive / 3600.0
+        remaining -= job.throughput(choice.total) * productive / SECONDS_PER_HOUR
         if remaining <= 0:
             return True
-    needed = job.restart_overhead + 3600.0 * job.hours_to_finish(remaining, job.n_max)
-    return obs.slot_end + needed <= by
+    return obs.slot_end + job.seconds_needed(remaining, job.n_max) <= by

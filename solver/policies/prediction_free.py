@@ -1,7 +1,7 @@
 """The prediction-free policy (DESIGN §2, algorithm 3): a deadline-aware threshold rule.
 
 Per job, at each boundary, with ``R`` the time on-demand at ``n_max`` still needs for the
-remaining work and ``D`` the target deadline (:func:`~solver.policies.common.target_deadline`):
+remaining work and ``D`` the target deadline (:meth:`solver.job.Job.target_deadline`):
 
 * **slack** ``s = D - now - (restart overhead + R)``: the time that can still be lost with the
   deadline safe on on-demand. Less than one slot forces on-demand at ``n_max``
@@ -37,7 +37,7 @@ import numpy as np
 
 from solver.job import Allocation
 from solver.observation import Decision, JobView, Observation
-from solver.policies.common import on_demand, spot, target_deadline
+from solver.policies.common import on_demand, spot
 
 
 class PredictionFree:
@@ -77,14 +77,12 @@ class PredictionFree:
 
     def _decide_job(self, obs: Observation, free: Observation, view: JobView) -> Allocation | None:
         job = view.job
-        deadline = target_deadline(obs, view)
+        deadline = job.target_deadline(obs.time, view.remaining)
         overhead = job.restart_overhead
-        needed = overhead + 3600.0 * job.hours_to_finish(view.remaining, job.n_max)
-        slack = deadline - obs.time - needed
+        slack = deadline - obs.time - job.seconds_needed(view.remaining, job.n_max)
         if slack < obs.slot_seconds:
             return on_demand(obs, view)
-        initial = deadline - job.release - overhead - 3600.0 * job.hours_to_finish(
-            job.workload, job.n_max)
+        initial = deadline - job.release - job.seconds_needed(job.workload, job.n_max)
         margin = slack - self.sigma * max(initial, 0.0) * view.remaining / job.workload
         choice = spot(free, view)
         current = view.current

@@ -32,7 +32,7 @@ import numpy as np
 
 from solver.forecast.hazards import age_bucket
 from solver.job import Allocation
-from solver.market import MarketData
+from solver.market import SECONDS_PER_HOUR, MarketData
 from solver.observation import Decision, JobView, Observation
 from solver.optimize import stochastic
 from solver.optimize.stochastic import IDLE, ON_DEMAND, SPOT, SingleJob, Solution, SpotModel
@@ -156,7 +156,7 @@ class RiskAware:
         if len(allowed) <= self.markets:
             return allowed
         held = view.current.market if view.current is not None else -1
-        day = max(1, round(24 * 3600.0 / obs.slot_seconds))
+        day = max(1, round(24 * SECONDS_PER_HOUR / obs.slot_seconds))
 
         def saving(m: int) -> float:
             outlook = obs.outlooks[m]
@@ -170,7 +170,7 @@ class RiskAware:
     def _program(self, obs: Observation, view: JobView, market: int) -> _Program:
         key = (view.id, market)
         program = self._programs.get(key)
-        resolve = max(1, round(self.resolve_hours * 3600.0 / obs.slot_seconds))
+        resolve = max(1, round(self.resolve_hours * SECONDS_PER_HOUR / obs.slot_seconds))
         if (program is None or obs.slot - program.solved_at >= min(
                 resolve, program.solution.slots) or _slack(obs, view)
                 > program.solution.max_slack + 1e-6
@@ -210,7 +210,7 @@ def _slack(obs: Observation, view: JobView) -> float:
     """Slots to spare now: time to the hard deadline less the running the remaining work
     needs."""
     job = view.job
-    work = view.remaining / job.throughput(job.n_min) * 3600.0
+    work = view.remaining / job.throughput(job.n_min) * SECONDS_PER_HOUR
     return (job.hard_deadline - obs.time - work) / obs.slot_seconds
 
 

@@ -69,8 +69,7 @@ def on_demand_bill(job: Job, markets: Sequence[Market]) -> float:
     """``n_max`` on-demand instances in the cheapest allowed market for the whole workload
     plus one restart overhead, USD."""
     price = min(m.on_demand_price for m in markets if job.may_use(m.key))
-    hours = job.restart_overhead_hours + job.hours_to_finish(job.workload, job.n_max)
-    return job.n_max * price * hours
+    return job.n_max * price * job.hours_needed(job.workload, job.n_max)
 
 
 def round_losses(utilities: np.ndarray, bill: float, loss_scale: float) -> np.ndarray:

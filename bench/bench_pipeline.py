@@ -32,11 +32,12 @@ from aiokafka import AIOKafkaConsumer
 from rich.console import Console
 
 from solver.market import build_market_data
-from solver.policies import make_policy
+from solver.policies import PolicySpec
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.contract.events import EpochClosed, dump_event, parse_event
+from streams.contract import EpochClosed, dump_event, parse_event
 from streams.kafka.clients import publish_replay
+from streams.pipeline import PipelineConfig
 from streams.replay import trace_events
 from streams.runners.memory import MemoryPipeline
 from streams.settings import Settings, Topics, write_catalogue
@@ -102,7 +103,7 @@ def throughput(bootstrap: str, workdir: Path, days: float) -> None:
     data = build_market_data(ticks, 3600)
     events = list(trace_events(ticks, []))
     wire = [(e.key.encode(), dump_event(e)) for e in events]
-    memory = MemoryPipeline(data.markets, 3600, lambda: make_policy("greedy"))
+    memory = MemoryPipeline(PipelineConfig(data.markets, 3600, PolicySpec("greedy")))
     began = time.perf_counter()
     for key, raw in wire:
         memory.send(memory.topics.market_ticks, raw, key)

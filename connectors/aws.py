@@ -11,7 +11,7 @@ lifecycle, so a launch repeated after a crash (or a retried call whose answer wa
 answered with the first launch's instances instead of new ones. Together with describing
 before launching, a decision never launches twice.
 
-Observations go back as availability ticks stamped with the time of the call: ``refused``
+Feedback goes back as availability ticks stamped with the time of the call: ``refused``
 when spot capacity was short (``InsufficientInstanceCapacity``, ``SpotMaxPriceTooLow``, or
 fewer instances than asked), with ``available`` the spot instances the job holds in the market
 afterwards; ``preempted`` for each spot instance found stopped or terminated by a spot
@@ -39,9 +39,8 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from connectors.base import Applied, FatalError, Observation, PermanentError, TransientError
-from streams.contract.events import AvailabilityTick, ProvisioningDecision
-from streams.pipeline import utc
+from connectors.base import Applied, FatalError, Feedback, PermanentError, TransientError
+from streams.contract import AvailabilityTick, ProvisioningDecision, utc
 
 log = logging.getLogger(__name__)
 
@@ -189,9 +188,9 @@ class AwsConnector:
 
     def _observations(self, decision: ProvisioningDecision, interrupted: list[_Instance],
                       active: list[_Instance], spot_held: int,
-                      refused: int) -> tuple[Observation, ...]:
+                      refused: int) -> tuple[Feedback, ...]:
         now = utc(self._clock())
-        events: list[Observation] = []
+        events: list[Feedback] = []
         for market in sorted({i.market for i in interrupted}):
             survivors = sum(1 for i in active if i.market == market and i.lifecycle == SPOT)
             events.append(AvailabilityTick(event_time=now, market=market, available=survivors,

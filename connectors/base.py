@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from streams.contract.events import AvailabilityTick, JobFinished, JobProgress, ProvisioningDecision
+from streams.contract import AvailabilityTick, JobFinished, JobProgress, ProvisioningDecision
 
-Observation = AvailabilityTick | JobProgress | JobFinished
+Feedback = AvailabilityTick | JobProgress | JobFinished
 """An event a connector reports back: availability on the market-ticks topic, progress and
 completion on the job-events topic."""
 
@@ -51,7 +51,7 @@ class Applied:
     refused: int = 0
     preempted: int = 0
     details: tuple[str, ...] = ()
-    events: tuple[Observation, ...] = ()
+    events: tuple[Feedback, ...] = ()
 
 
 class Connector(Protocol):

@@ -10,7 +10,7 @@ from aiokafka import AIOKafkaConsumer
 
 from connectors.base import TransientError
 from solver.job import Job
-from streams.contract.events import EventError, JobSubmitted, parse_event
+from streams.contract import EventError, JobSubmitted, parse_event
 from streams.kafka.connect import start_client
 from streams.settings import Settings
 
@@ -62,7 +62,7 @@ class JobEventsReader:
                     continue  # the scheduler dead-letters it
                 if isinstance(event, JobSubmitted) and event.job_id not in self._jobs:
                     async with self._changed:
-                        self._jobs[event.job_id] = event.to_job()
+                        self._jobs[event.job_id] = Job(**event.job_fields())
                         self._changed.notify_all()
         finally:
             await consumer.stop()

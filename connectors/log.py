@@ -6,7 +6,7 @@ from typing import TextIO
 
 from connectors.base import Applied
 from solver.market import SECONDS_PER_HOUR
-from streams.contract.events import ProvisioningDecision, dump_event
+from streams.contract import ProvisioningDecision, dump_event
 
 
 def describe(decision: ProvisioningDecision) -> str:
@@ -15,7 +15,8 @@ def describe(decision: ProvisioningDecision) -> str:
     return (f"{d.slot_start:%Y-%m-%dT%H:%M:%SZ} epoch={d.epoch} job={d.job_id} "
             f"market={d.market} spot={d.spot} on-demand={d.on_demand} "
             f"cost=${d.expected_cost_usd:.2f} slack={d.slack_seconds / SECONDS_PER_HOUR:.1f}h "
-            f"policy={d.policy} key={d.idempotency_key}: {d.reason or '-'}")
+            f"policy={d.policy} key={d.idempotency_key} {d.action}"
+            f"{'' if d.release_cause is None else ' ' + d.release_cause}: {d.reason or '-'}")
 
 
 class LogConnector:

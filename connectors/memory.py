@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from connectors.base import Applied
-from streams.contract.events import ProvisioningDecision
+from streams.contract import ProvisioningDecision
 
 
 @dataclass(frozen=True, slots=True)

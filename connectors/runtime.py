@@ -33,21 +33,21 @@ from connectors.base import (
     Applied,
     Connector,
     FatalError,
-    Observation,
+    Feedback,
     PermanentError,
     TransientError,
 )
 from connectors.metrics import ConnectorMetrics, FailureKind
 from connectors.store import AppliedKeys
-from streams.contract.events import (
+from streams.contract import (
     AvailabilityTick,
     DeadLetter,
     EventError,
     ProvisioningDecision,
-    dump_event,
+    key_mismatch,
     parse_event,
 )
-from streams.kafka.clients import delivered, open_producer
+from streams.kafka.clients import delivered, open_producer, send_event
 from streams.kafka.connect import retrying, start_client
 from streams.settings import Settings
 
@@ -148,6 +148,9 @@ class ConnectorRuntime:
                     f"type={decision.type!r}: expected 'provisioning_decision' on "
                     f"{message.topic}"
                 )
+            mismatch = key_mismatch(decision, message.key)
+            if mismatch is not None:
+                raise EventError(mismatch)
         except Exception as exc:
             await self._dead_letter(message, exc, "invalid")
             return
@@ -203,30 +206,35 @@ class ConnectorRuntime:
         if self.options.crash_hook is not None:
             self.options.crash_hook(step, decision)
 
-    async def _publish(self, events: Iterable[Observation]) -> None:
+    async def _publish(self, events: Iterable[Feedback]) -> None:
         """Send observations keyed as the pipeline expects; wait for every acknowledgement."""
         topics = self.settings.topics
         sent = []
         for event in events:
             topic = (topics.market_ticks if isinstance(event, AvailabilityTick)
                      else topics.job_events)
-            sent.append(await self._require_producer().send(
-                topic, dump_event(event), key=event.key.encode()))
+            sent.append(await send_event(self._require_producer(), topic, event, self._writer))
         await delivered(sent, self.settings, f"connector {self.connector.name} publishing")
 
     async def _dead_letter(self, message: ConsumerRecord, error: Exception,
                            kind: FailureKind) -> None:
         letter = DeadLetter.from_raw(
-            bytes(message.value or b""), error, source_topic=message.topic,
+            message.value, error, source_topic=message.topic,
             event_time=message.timestamp / 1000.0 if message.timestamp else time.time(),
             partition=message.partition, offset=message.offset, key=message.key,
         )
         log.warning("dead letter (%s) from %s[%d]@%d: %s", kind, message.topic,
                     message.partition, message.offset, letter.reason)
-        await delivered([await self._require_producer().send(
-            self.settings.topics.dead_letters, dump_event(letter), key=letter.key.encode(),
-            partition=0)], self.settings, f"connector {self.connector.name} dead-lettering")
+        await delivered([await send_event(self._require_producer(),
+                                          self.settings.topics.dead_letters, letter,
+                                          self._writer, 1)],
+                        self.settings, f"connector {self.connector.name} dead-lettering")
         self.metrics.failed[kind].inc()
+
+    @property
+    def _writer(self) -> str:
+        """The ``ce_source`` of what this connector writes."""
+        return f"connector/{self.connector.name}"
 
     def _require_producer(self) -> AIOKafkaProducer:
         if self._producer is None:

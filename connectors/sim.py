@@ -9,17 +9,16 @@ recorded) returns the journalled outcome, so its observations are published agai
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from connectors.base import Applied, PermanentError, TransientError
 from connectors.simcloud import SimulatedCloud
 from connectors.store import Journal
 from solver.job import Job
-from solver.market import build_market_data
+from solver.market import MarketTicks, build_market_data
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from streams.contract.events import ProvisioningDecision, dump_event, parse_event
+from streams.contract import ProvisioningDecision, dump_event, parse_event
 
 
 class JobSource(Protocol):
@@ -101,14 +100,9 @@ def synthetic_cloud(spec: SyntheticMarketSpec, slot_seconds: float,
                           report_availability)
 
 
-def trace_cloud(traces: Iterable[Path], slot_seconds: float,
-                report_availability: bool = True,
-                on_demand_prices: Mapping[str, float] | None = None) -> SimulatedCloud:
-    """A simulated cloud over trace files (any supported format), priced with
-    ``on_demand_prices`` (instance type → USD/h) where the files give none."""
-    from streams.traces import load_traces
-
-    ticks = load_traces(traces, on_demand_prices=on_demand_prices or {})
+def market_cloud(ticks: Sequence[MarketTicks], slot_seconds: float,
+                 report_availability: bool = True) -> SimulatedCloud:
+    """A simulated cloud over the markets of ``ticks`` (e.g. loaded from trace files)."""
     return SimulatedCloud(build_market_data(ticks, slot_seconds), report_availability)
 
 

@@ -17,15 +17,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from connectors.base import Applied, Observation, PermanentError
+from connectors.base import Applied, Feedback, PermanentError
 from connectors.memory import Holding, changes
 from solver.engine import Engine
 from solver.job import Allocation, Job, JobResult
 from solver.market import MarketData
-from solver.observation import Decision
-from solver.observation import Observation as SlotObservation
-from streams.contract.events import AvailabilityTick, JobFinished, JobProgress, ProvisioningDecision
-from streams.pipeline import utc
+from solver.observation import Decision, Observation
+from streams.contract import AvailabilityTick, JobFinished, JobProgress, ProvisioningDecision, utc
 
 
 class _Requested:
@@ -36,7 +34,7 @@ class _Requested:
     def __init__(self) -> None:
         self.by_job: dict[str, Allocation] = {}
 
-    def decide(self, obs: SlotObservation) -> Decision:
+    def decide(self, obs: Observation) -> Decision:
         return {view.id: self.by_job[view.id] for view in obs.jobs if view.id in self.by_job}
 
 
@@ -85,9 +83,9 @@ class SimulatedCloud:
                 f"a slot not yet settled (the cloud is at {now})"
             )
         state = self.engine.job_state(job.id)
-        if decision.reason == "released: cancelled":
+        if decision.release_cause == "cancelled":
             self.engine.cancel_job(job.id)
-        events: list[Observation] = [e for step in settled for e in step.events]
+        events: list[Feedback] = [e for step in settled for e in step.events]
         if request is None:
             self._requested.by_job.pop(job.id, None)
         elif state.finished:
@@ -160,7 +158,7 @@ class SimulatedCloud:
                            engine.job_state(job_id).refusals) for job_id in requested}
         engine.decide(data.boundary_price[:, t], data.boundary_availability[:, t])
         usage = engine.settle(data.price[:, t], data.availability[:, t])
-        events: list[Observation] = []
+        events: list[Feedback] = []
         for used in usage:
             state = engine.job_state(used.job_id)
             if state.completion is not None:
@@ -200,7 +198,7 @@ class SimulatedCloud:
 class _Settled:
     """What settling one slot produced."""
 
-    events: list[Observation]
+    events: list[Feedback]
     preempted: int = 0
     refused: int = 0
     details: list[str] = field(default_factory=list)

@@ -20,10 +20,11 @@ from connectors.job_events import JobEventsReader
 from connectors.log import LogConnector
 from connectors.metrics import ConnectorMetrics
 from connectors.runtime import ConnectorRuntime, CrashHook, RuntimeOptions
-from connectors.sim import SimConnector, synthetic_cloud, trace_cloud
+from connectors.sim import SimConnector, market_cloud, synthetic_cloud
 from connectors.store import AppliedKeys, Journal
+from solver.market import MarketTicks
 from solver.synthetic import SyntheticMarketSpec
-from streams.metrics import serve_metrics
+from streams.runtime import serve_metrics
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -42,8 +43,8 @@ class WorkerOptions:
     name: str
     group: str | None = None
     log_json: bool = False
-    sim_traces: tuple[Path, ...] = ()
-    sim_on_demand_prices: Mapping[str, float] = field(default_factory=dict)
+    sim_ticks: tuple[MarketTicks, ...] = ()
+    """The simulated cloud's markets (e.g. loaded from traces); none: ``sim_market``."""
     sim_market: SyntheticMarketSpec = field(default_factory=SyntheticMarketSpec)
     sim_availability_reports: bool = False
     aws_image_ids: Mapping[str, str] = field(default_factory=dict)
@@ -67,9 +68,8 @@ def build_connector(settings: Settings, options: WorkerOptions) -> Connector:
         return LogConnector(sys.stdout, options.log_json)
     if options.name == "sim":
         reports = options.sim_availability_reports
-        cloud = (trace_cloud(options.sim_traces, settings.slot_seconds, reports,
-                             options.sim_on_demand_prices)
-                 if options.sim_traces
+        cloud = (market_cloud(options.sim_ticks, settings.slot_seconds, reports)
+                 if options.sim_ticks
                  else synthetic_cloud(options.sim_market, settings.slot_seconds, reports))
         journal = Journal(_state_file(settings, options, "journal"))
         return SimConnector(cloud, JobEventsReader(settings), journal)

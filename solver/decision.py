@@ -1,40 +1,88 @@
-"""Why a decision was made: the cost it expects and the slack it saw."""
+"""What the engine decided at one slot boundary, and why.
+
+:meth:`solver.engine.Engine.decide` returns a :class:`SlotDecision`: the observation the policy
+was given, every active job's allocation, the jobs it failed, and the jobs that left since the
+last boundary. :meth:`SlotDecision.explain` says, per job, what an operator needs to read the
+decision alone: the bill it expects, the slack it saw, and the forecast of its market it was
+made on. The simulator, the streaming decision encoder and the metrics all read this one
+value.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from solver.job import Allocation
-from solver.market import SECONDS_PER_HOUR
-from solver.observation import JobView, Observation
+from solver.observation import Observation
+
+Outcome = Literal["finished", "cancelled", "deadline_missed", "failed"]
+"""How a job leaves: finished by its hard deadline, cancelled, the hard deadline passed before
+it finished (it may have finished after it), or failed (it could not be decided)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Explanation:
-    """What an operator needs to read a decision from the topic alone."""
+    """One job's decision read alone.
+
+    ``expected_cost_usd``: the slot's bill at the boundary's prices; ``slack_seconds``: the hard
+    deadline minus the finish on on-demand at ``n_max`` started now (one restart overhead
+    paid); the spot price and count in force at the boundary and the on-demand price of the
+    decision's market; ``price_forecast``: the median forecast of that market's mean spot price
+    over the slot, and ``capacity_probability``: the forecast probability of spot capacity for
+    the whole slot (``NaN`` while the forecaster knows nothing).
+    """
 
     expected_cost_usd: float
     slack_seconds: float
     spot_price_now: float
     spot_available_now: int
     on_demand_price: float
+    price_forecast: float
+    capacity_probability: float
 
 
-def explain(obs: Observation, view: JobView, allocation: Allocation) -> Explanation:
-    """Expected bill of the slot at the boundary's prices, and the time to spare: hard deadline
-    minus the finish time on on-demand at ``n_max`` started now (one restart overhead paid)."""
-    job = view.job
-    m = allocation.market
-    on_demand_price = obs.markets[m].on_demand_price
-    price_now = float(obs.price_now[m])
-    cost = (allocation.spot * price_now + allocation.on_demand * on_demand_price) * obs.slot_hours
-    finish = obs.time + SECONDS_PER_HOUR * (
-        job.restart_overhead_hours + job.hours_to_finish(view.remaining, job.n_max)
-    )
-    return Explanation(
-        expected_cost_usd=cost,
-        slack_seconds=job.hard_deadline - finish,
-        spot_price_now=price_now,
-        spot_available_now=int(obs.availability_now[m]),
-        on_demand_price=on_demand_price,
-    )
+@dataclass(frozen=True, slots=True)
+class Departure:
+    """A job that left: the market it last ran in and how it ended."""
+
+    market: int
+    outcome: Outcome
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class SlotDecision:
+    """The engine's decision at the boundary of ``observation.slot`` (module doc).
+
+    ``allocations`` has every active job the policy decided (zero instances when idle), in
+    spot-priority order; ``departures`` the jobs that left since the last boundary (those
+    decided then and not now) and the jobs failed now (``outcome`` ``failed``, ``reason`` why).
+    """
+
+    observation: Observation
+    allocations: Mapping[str, Allocation]
+    departures: Mapping[str, Departure]
+
+    def explain(self, job_id: str) -> Explanation:
+        """The explanation of an allocated job's decision (computed when asked)."""
+        obs = self.observation
+        view = next(v for v in obs.jobs if v.id == job_id)
+        allocation = self.allocations[job_id]
+        m = allocation.market
+        on_demand_price = obs.markets[m].on_demand_price
+        price_now = float(obs.price_now[m])
+        outlook = obs.outlooks[m]
+        return Explanation(
+            expected_cost_usd=(allocation.spot * price_now
+                               + allocation.on_demand * on_demand_price) * obs.slot_hours,
+            slack_seconds=view.job.slack(obs.time, view.remaining),
+            spot_price_now=price_now,
+            spot_available_now=int(obs.availability_now[m]),
+            on_demand_price=on_demand_price,
+            price_forecast=float(outlook.price_median[0]) if outlook.horizon else math.nan,
+            capacity_probability=(float(outlook.capacity.probability[0]) if outlook.horizon
+                                  else math.nan),
+        )

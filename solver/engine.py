@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from solver.decision import Departure, Outcome, SlotDecision
 from solver.forecast.models import MarketModels, Outlooks
 from solver.job import Allocation, Job, JobResult
 from solver.market import SECONDS_PER_HOUR, Market
@@ -43,6 +44,17 @@ class JobState:
     restarts: int = 0
     spot_hours: float = 0.0
     on_demand_hours: float = 0.0
+
+    @property
+    def outcome(self) -> Outcome:
+        """How the job ended (meaningful once it has)."""
+        if self.cancelled:
+            return "cancelled"
+        if self.failure is not None:
+            return "failed"
+        if self.completion is not None and self.completion <= self.job.hard_deadline:
+            return "finished"
+        return "deadline_missed"
 
     def result(self) -> JobResult:
         job = self.job
@@ -140,9 +152,8 @@ class Engine:
         self._states: dict[str, JobState] = {}
         self._order: list[tuple[float, str]] = []
         self._pending: tuple[int, list[tuple[JobState, Allocation | None]]] | None = None
-        self.last_observation: Observation | None = None
-        self.failures: dict[str, str] = {}
-        """Jobs the last :meth:`decide` failed (the policy failed on them alone), with why."""
+        self._decided: dict[str, Allocation] = {}
+        """The allocations of the last :meth:`decide`, to tell which jobs left since."""
 
     # -- jobs -------------------------------------------------------------------------------
 
@@ -169,8 +180,9 @@ class Engine:
 
     def fail_job(self, job_id: str, reason: str) -> None:
         """Give up on a job that cannot be decided: it stops from now on, keeping what it paid,
-        and ``reason`` says why."""
+        and ``reason`` says why (it is not reported as leaving at the next boundary)."""
         state = self._state(job_id)
+        self._decided.pop(job_id, None)
         if not state.finished:
             state.finished = True
             state.failure = reason
@@ -204,12 +216,19 @@ class Engine:
             self._models = MarketModels(len(self.markets), self.origin, self.slot_seconds)
         return self._models
 
+    def own_outlooks(self) -> Outlooks:
+        """The markets' outlooks at the current boundary made by this engine's forecasters
+        from its history (each made when first read)."""
+        price_hist, avail_hist = self.history.views()
+        return self.models.outlooks(price_hist, avail_hist, self.origin)
+
     def forget_job(self, job_id: str) -> None:
         """Drop a finished job's state (its result is no longer needed)."""
         state = self._state(job_id)
         if not state.finished:
             raise ValueError(f"job id={job_id!r}: expected a finished job to forget")
         del self._states[job_id]
+        self._decided.pop(job_id, None)
         self._order.remove((state.job.hard_deadline, job_id))
 
     def results(self) -> list[JobResult]:
@@ -242,31 +261,30 @@ class Engine:
         return all(s.finished for s in self._states.values())
 
     def decide(self, price_now: np.ndarray, availability_now: np.ndarray,
-               outlooks: Outlooks | None = None) -> dict[str, Allocation]:
+               outlooks: Outlooks | None = None) -> SlotDecision:
         """Ask the policy for this slot at its boundary (at every boundary, with or without
         active jobs, so that learning policies see every slot); returns every active job's
-        validated allocation, zero instances for the jobs the policy leaves idle.
-        ``outlooks``: the markets' forecasts at this boundary (default: this engine's
-        forecasters'). With ``isolate_failures``, jobs the policy cannot decide are failed
-        instead and listed in :attr:`failures`."""
+        validated allocation (zero instances for the jobs the policy leaves idle) and the jobs
+        that left since the last boundary. ``outlooks``: the markets' forecasts at this
+        boundary (default: this engine's forecasters'). With ``isolate_failures``, jobs the
+        policy cannot decide are failed instead (departures with outcome ``failed``)."""
         if self._pending is not None:
             raise RuntimeError(f"slot {self.slot} was decided but not settled")
-        self.failures = {}
+        failures: dict[str, str] = {}
+        before = dict(self._decided)
         active = self.active()
         now = (np.array(price_now, dtype=float), np.array(availability_now, dtype=np.int64))
         if outlooks is None:
-            price_hist, avail_hist = self.history.views()
-            outlooks = self.models.outlooks(price_hist, avail_hist, self.origin)
+            outlooks = self.own_outlooks()
         obs = self._observe(active, *now, outlooks)
         try:
             answer = self._ask(obs)
         except Exception:
             if not self.isolate_failures:
                 raise
-            answer = self._isolate(obs)
+            answer = self._isolate(obs, failures)
             active = [s for s in active if not s.finished]
             obs = self._observe(active, *now, outlooks)
-        self.last_observation = obs
         requests: list[tuple[JobState, Allocation | None]] = []
         decided: dict[str, Allocation] = {}
         for state in active:
@@ -274,7 +292,17 @@ class Engine:
             decided[state.job.id] = request or self._idle(state)
             requests.append((state, request))
         self._pending = (self.slot, requests)
-        return decided
+        departures: dict[str, Departure] = {}
+        for job_id, reason in failures.items():
+            previous = before.get(job_id)
+            market = self._idle(self._states[job_id]).market if previous is None \
+                else previous.market
+            departures[job_id] = Departure(market, "failed", reason)
+        for job_id, previous in before.items():
+            if job_id not in decided and job_id not in failures:
+                departures[job_id] = Departure(previous.market, self._states[job_id].outcome)
+        self._decided = dict(decided)
+        return SlotDecision(obs, decided, departures)
 
     def _observe(self, jobs: list[JobState], price_now: np.ndarray,
                  availability_now: np.ndarray, outlooks: Outlooks) -> Observation:
@@ -288,7 +316,8 @@ class Engine:
             availability_history=avail_hist,
             price_now=price_now,
             availability_now=availability_now,
-            jobs=tuple(JobView(s.job, s.remaining, s.pending_overhead, s.held) for s in jobs),
+            jobs=tuple(JobView(s.job, s.remaining, s.pending_overhead, s.held, s.cost)
+                       for s in jobs),
             outlooks=outlooks,
         )
 
@@ -309,11 +338,11 @@ class Engine:
                 requests[view.id] = request
         return requests
 
-    def _isolate(self, obs: Observation) -> dict[str, Allocation]:
+    def _isolate(self, obs: Observation, failures: dict[str, str]) -> dict[str, Allocation]:
         """The policy failed on the jobs of ``obs`` together: ask it about each job alone, fail
-        the jobs it fails on (:attr:`failures`), then decide the others together again. Should
-        that fail too, each runs what it was answered alone (spot beyond capacity is refused
-        at settlement)."""
+        the jobs it fails on (into ``failures``, with why), then decide the others together
+        again. Should that fail too, each runs what it was answered alone (spot beyond capacity
+        is refused at settlement)."""
         alone: dict[str, Allocation] = {}
         for view in obs.jobs:
             try:
@@ -321,8 +350,8 @@ class Engine:
             except Exception as exc:
                 reason = f"policy {self.policy.name!r} failed on it: {type(exc).__name__}: {exc}"
                 self.fail_job(view.id, reason)
-                self.failures[view.id] = reason
-        rest = tuple(view for view in obs.jobs if view.id not in self.failures)
+                failures[view.id] = reason
+        rest = tuple(view for view in obs.jobs if view.id not in failures)
         try:
             return self._ask(replace(obs, jobs=rest))
         except Exception:

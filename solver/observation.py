@@ -15,12 +15,15 @@ from solver.market import SECONDS_PER_HOUR, Market
 
 @dataclass(frozen=True, slots=True)
 class JobView:
-    """A job as the scheduler sees it at a boundary."""
+    """A job as the scheduler sees it at a boundary: what is left of its work, the restart
+    overhead it still has to sit out, what it holds and what it has paid."""
 
     job: Job
     remaining: float
     pending_overhead: float
     current: Allocation | None
+    cost: float = 0.0
+    """USD the job has paid so far."""
 
     @property
     def id(self) -> str:

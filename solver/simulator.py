@@ -86,7 +86,8 @@ def simulate(
     the slots after that, as policy selection's counterfactuals do).
     """
     validate_jobs(jobs, data)
-    engine = Engine(data.markets, data.origin, data.slot_seconds, policy, data.n_slots, models)
+    engine = Engine(data.markets, data.origin, data.slot_seconds, policy, data.n_slots,
+                    models=models)
     for job in jobs:
         engine.add_job(job)
     n_markets, n_slots = data.price.shape
@@ -98,9 +99,9 @@ def simulate(
     for t in range(n_slots):
         if engine.all_finished() and not until_end:
             break
-        answer = engine.decide(data.boundary_price[:, t], data.boundary_availability[:, t],
-                               tape[t] if tape is not None else None)
-        decisions.extend((t, job_id, a) for job_id, a in answer.items())
+        decided = engine.decide(data.boundary_price[:, t], data.boundary_availability[:, t],
+                                tape[t] if tape is not None else None)
+        decisions.extend((t, job_id, a) for job_id, a in decided.allocations.items())
         for used in engine.settle(data.price[:, t], data.availability[:, t]):
             spot_used[used.granted.market, t] += used.granted.spot
             od_used[used.granted.market, t] += used.granted.on_demand

@@ -153,7 +153,7 @@ def replay(
     from rich.progress import Progress
 
     from solver.evaluation.compare import compare_policies
-    from streams.replay import partition_for
+    from streams.kafka.partitions import partition_for
     from streams.reports.replay import summary_table, write_report
 
     trace = trace or []
@@ -310,8 +310,8 @@ def worker(
 
     from streams.kafka.connect import BrokerError
     from streams.kafka.topics import ensure_topics
-    from streams.metrics import serve_metrics
     from streams.runners.kafka import RateLimitedWorker, create_app
+    from streams.runtime import serve_metrics
 
     settings = _settings(
         bootstrap_servers=bootstrap_servers, markets_file=markets, policy=policy,
@@ -339,16 +339,16 @@ def submit(
     import asyncio
     import time
 
-    from streams.contract.events import JobSubmitted
     from streams.kafka.clients import publish_job_events
     from streams.kafka.connect import BrokerError
+    from streams.replay import submission
     from streams.traces.jobs_file import load_jobs
 
     settings = _settings(bootstrap_servers=bootstrap_servers)
     _broker_client()
     try:
         now = time.time()
-        events = [JobSubmitted.from_job(job, min(now, job.release)) for job in load_jobs(jobs)]
+        events = [submission(job, min(now, job.release)) for job in load_jobs(jobs)]
         count = asyncio.run(publish_job_events(settings, events))
     except (ValueError, BrokerError) as exc:
         _fail(exc)
@@ -367,7 +367,7 @@ def cancel(
 
     from pydantic import ValidationError
 
-    from streams.contract.events import JobCancelled, describe_validation_error
+    from streams.contract import JobCancelled, describe_validation_error
     from streams.kafka.clients import publish_job_events
     from streams.kafka.connect import BrokerError
 
@@ -397,7 +397,7 @@ def decisions(
 
     from rich.table import Table
 
-    from streams.contract.events import dump_event
+    from streams.contract import dump_event
     from streams.kafka.clients import read_decisions
     from streams.kafka.connect import BrokerError
 
@@ -481,8 +481,8 @@ def connector(
                          slot_seconds=slot_seconds)
     try:
         options = WorkerOptions(
-            name=name, group=group, log_json=json_lines, sim_traces=tuple(trace or ()),
-            sim_on_demand_prices=_on_demand_prices(on_demand_price, prices),
+            name=name, group=group, log_json=json_lines,
+            sim_ticks=tuple(_load_traces(trace, on_demand_price, prices)) if trace else (),
             sim_market=SyntheticMarketSpec(seed=seed, n_markets=markets, days=days),
             sim_availability_reports=availability_reports,
             aws_image_ids=parse_image_ids(image_id or []), aws_launch_template=launch_template,
@@ -575,7 +575,7 @@ def feed_aws(
     from streams.feeds.retry import RetryPolicy
     from streams.feeds.runner import FeedOptions, FeedRunner, serve
     from streams.kafka.topics import ensure_topics
-    from streams.metrics import serve_metrics
+    from streams.runtime import serve_metrics
 
     logging.basicConfig(level=log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

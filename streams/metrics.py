@@ -1,38 +1,42 @@
-"""Prometheus metrics of a scheduler worker, computed from the pipeline's own state.
+"""Prometheus metrics of a scheduler worker, computed from what the pipeline's stages give out.
 
-The values are pure functions of the engine's job state, the decisions and the market
-forecasts (:func:`job_figures`, :func:`deadline_risk`, :func:`projected_completion`,
-:func:`job_outcome`, :func:`reason_kind`, :func:`epoch_lag`); :class:`PipelineMetrics` only
-records them in the registry it is given. docs/operations.md lists every metric and alert.
+:class:`PipelineMetrics` observes each message's outcome (:meth:`PipelineMetrics.observe`): the
+events the stages published, the messages they rejected, and the engine's slot decisions. The
+figures are pure functions of those (:func:`job_figures`, :func:`deadline_risk`,
+:func:`projected_completion`, :func:`reason_kind`, :func:`epoch_lag`); the forecast errors are
+those of the forecasters the schedulers plan on. docs/operations.md lists every metric and
+alert.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import get_args
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from solver.engine import Engine, JobState
+from solver.decision import SlotDecision
 from solver.job import Allocation, Job
-from solver.market import SECONDS_PER_HOUR
-from solver.observation import Decision, Observation, Policy
-from streams.contract.events import (
+from solver.observation import Decision, JobView, Observation, Policy
+from streams.contract import (
     AvailabilityTick,
     EpochClosed,
     EventError,
     MarketBoundary,
-    MarketForecast,
     PriceTick,
     ProvisioningDecision,
+    PublishedForecast,
+    ReleaseCause,
 )
-from streams.pipeline.stage import RejectedEvent
-from streams.settings import Settings
+from streams.pipeline.driver import Outcome, is_stage_error
+from streams.pipeline.stage import Message, RejectedEvent
 
-OUTCOMES = ("finished", "cancelled", "deadline_missed", "failed")
-"""How a job leaves the scheduler: the ``outcome`` label of ``spotsched_jobs_ended_total``."""
+OUTCOMES: tuple[str, ...] = get_args(ReleaseCause)
+"""How a job leaves the scheduler (its release cause): the ``outcome`` label of
+``spotsched_jobs_ended_total``."""
 
 REASON_KINDS = ("invalid", "rejected", "error")
 """``invalid``: the message cannot be decoded (bytes, JSON, schema); ``rejected``: a valid
@@ -54,11 +58,6 @@ class JobFigures:
     cost_usd: float
 
 
-def seconds_to_finish(job: Job, remaining: float, instances: int) -> float:
-    """Seconds ``instances`` need for ``remaining`` work, one restart overhead included."""
-    return job.restart_overhead + SECONDS_PER_HOUR * job.hours_to_finish(remaining, instances)
-
-
 def deadline_risk(job: Job, remaining: float, now: float, on_demand: int) -> float:
     """Risk in [0, 1] that the job misses its hard deadline, from the time it needs.
 
@@ -78,10 +77,10 @@ def deadline_risk(job: Job, remaining: float, now: float, on_demand: int) -> flo
     1.0
     """
     left = job.hard_deadline - now
-    needed = seconds_to_finish(job, remaining, job.n_max)
+    needed = job.seconds_needed(remaining, job.n_max)
     if needed >= left:
         return 1.0
-    if on_demand >= job.n_min and seconds_to_finish(job, remaining, on_demand) <= left:
+    if on_demand >= job.n_min and job.seconds_needed(remaining, on_demand) <= left:
         return 0.0
     return needed / left
 
@@ -93,36 +92,23 @@ def projected_completion(
     after ``overhead`` unproductive seconds; when it idles (``running`` 0), the earliest finish:
     on-demand at ``n_max`` from the next boundary."""
     if running > 0:
-        return now + overhead + SECONDS_PER_HOUR * job.hours_to_finish(remaining, running)
-    return now + slot_seconds + seconds_to_finish(job, remaining, job.n_max)
+        return now + job.seconds_needed(remaining, running, overhead)
+    return now + slot_seconds + job.seconds_needed(remaining, job.n_max)
 
 
-def job_figures(
-    state: JobState, allocation: Allocation, now: float, slot_seconds: float
-) -> JobFigures:
+def job_figures(view: JobView, allocation: Allocation, now: float,
+                slot_seconds: float) -> JobFigures:
     """The per-job gauges of an active job decided ``allocation`` at boundary ``now``."""
-    job = state.job
-    overhead = state.pending_overhead if allocation == state.held else job.restart_overhead
+    job = view.job
+    overhead = view.pending_overhead if allocation == view.current else job.restart_overhead
     return JobFigures(
-        remaining_work=state.remaining,
-        slack_seconds=job.hard_deadline - now - seconds_to_finish(job, state.remaining,
-                                                                  job.n_max),
-        deadline_risk=deadline_risk(job, state.remaining, now, allocation.on_demand),
-        projected_completion=projected_completion(job, state.remaining, now, allocation.total,
+        remaining_work=view.remaining,
+        slack_seconds=job.slack(now, view.remaining),
+        deadline_risk=deadline_risk(job, view.remaining, now, allocation.on_demand),
+        projected_completion=projected_completion(job, view.remaining, now, allocation.total,
                                                   overhead, slot_seconds),
-        cost_usd=state.cost,
+        cost_usd=view.cost,
     )
-
-
-def job_outcome(state: JobState) -> str:
-    """``cancelled``, ``failed``, ``finished`` (by the hard deadline) or ``deadline_missed``."""
-    if state.cancelled:
-        return "cancelled"
-    if state.failure is not None:
-        return "failed"
-    if state.completion is not None and state.completion <= state.job.hard_deadline:
-        return "finished"
-    return "deadline_missed"
 
 
 def reason_kind(error: Exception) -> str:
@@ -150,103 +136,159 @@ class TimedPolicy:
             return self.policy.decide(obs)
 
 
-class PipelineMetrics:
-    """A worker's metrics, registered in ``registry`` with every fixed label created up front.
+def _gauge(registry: CollectorRegistry, name: str, doc: str, labels: Sequence[str] = ()
+           ) -> Gauge:
+    return Gauge(name, doc, labels, registry=registry)
 
-    ``markets`` are the catalogue's market keys and ``topics`` the input topics the worker
-    consumes; ``started`` (Unix seconds) stands for the last epoch closed until one closes.
-    Per-job series exist while a job is active and are removed when it leaves.
-    """
 
-    def __init__(
-        self,
-        registry: CollectorRegistry,
-        *,
-        markets: Sequence[str],
-        topics: Sequence[str],
-        slot_seconds: float,
-        started: float,
-    ) -> None:
-        def gauge(name: str, doc: str, labels: Sequence[str] = ()) -> Gauge:
-            return Gauge(name, doc, labels, registry=registry)
+def _counter(registry: CollectorRegistry, name: str, doc: str, labels: Sequence[str] = ()
+             ) -> Counter:
+    return Counter(name, doc, labels, registry=registry)
 
-        def counter(name: str, doc: str, labels: Sequence[str] = ()) -> Counter:
-            return Counter(name, doc, labels, registry=registry)
 
+class JobSeries:
+    """The per-job gauges (a series while the job is active) and the job counts."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
         job = ("job_id",)
-        self.job_remaining_work = gauge(
-            "spotsched_job_remaining_work_units", "Work units the job has left", job)
-        self.job_slack = gauge(
-            "spotsched_job_slack_seconds",
+        self.remaining_work = _gauge(
+            registry, "spotsched_job_remaining_work_units", "Work units the job has left", job)
+        self.slack = _gauge(
+            registry, "spotsched_job_slack_seconds",
             "Hard deadline minus the finish time on on-demand at n_max started now", job)
-        self.job_deadline_risk = gauge(
-            "spotsched_job_deadline_risk_ratio",
+        self.deadline_risk = _gauge(
+            registry, "spotsched_job_deadline_risk_ratio",
             "Risk in [0, 1] of missing the hard deadline (docs/operations.md)", job)
-        self.job_projected_completion = gauge(
-            "spotsched_job_projected_completion_timestamp_seconds",
+        self.projected_completion = _gauge(
+            registry, "spotsched_job_projected_completion_timestamp_seconds",
             "Unix time the job finishes at the current allocation", job)
-        self.job_cost = gauge("spotsched_job_cost_usd", "USD the job has paid so far", job)
-        self.jobs_active = gauge("spotsched_jobs_active", "Active jobs this worker schedules")
-        self.jobs_to_decide = gauge(
-            "spotsched_jobs_to_decide",
-            "Jobs the schedulers of this worker must decide at their current epoch")
-        self.jobs_ended = counter(
-            "spotsched_jobs_ended", "Jobs that left the scheduler, by outcome", ("outcome",))
+        self.cost = _gauge(registry, "spotsched_job_cost_usd", "USD the job has paid so far", job)
+        self.active = _gauge(registry, "spotsched_jobs_active",
+                             "Active jobs this worker schedules")
+        self.to_decide = _gauge(
+            registry, "spotsched_jobs_to_decide",
+            "Jobs the schedulers of this worker decided at their last epoch, due again at the "
+            "next")
+        self.ended = _counter(registry, "spotsched_jobs_ended",
+                              "Jobs that left the scheduler, by outcome", ("outcome",))
+        for outcome in OUTCOMES:
+            self.ended.labels(outcome)
+        self._jobs: set[str] = set()
+        self._due: dict[int | None, int] = {}
 
+    def decided(self, partition: int | None, decided: SlotDecision,
+                decisions: Sequence[ProvisioningDecision]) -> None:
+        """One partition's epoch: refresh each decided job's series; a released job is
+        counted by its cause and its series removed."""
+        for decision in decisions:
+            if decision.release_cause is not None:
+                self._ended(decision.job_id, decision.release_cause)
+            elif decision.job_id in decided.allocations:
+                self._show(decided, decision.job_id)
+        self._due[partition] = len(decided.allocations)
+        self.active.set(len(self._jobs))
+        self.to_decide.set(sum(self._due.values()))
+
+    def _show(self, decided: SlotDecision, job_id: str) -> None:
+        obs = decided.observation
+        view = next(v for v in obs.jobs if v.id == job_id)
+        figures = job_figures(view, decided.allocations[job_id], obs.time, obs.slot_seconds)
+        self.remaining_work.labels(job_id).set(figures.remaining_work)
+        self.slack.labels(job_id).set(figures.slack_seconds)
+        self.deadline_risk.labels(job_id).set(figures.deadline_risk)
+        self.projected_completion.labels(job_id).set(figures.projected_completion)
+        self.cost.labels(job_id).set(figures.cost_usd)
+        self._jobs.add(job_id)
+
+    def _ended(self, job_id: str, outcome: str) -> None:
+        self.ended.labels(outcome).inc()
+        if job_id in self._jobs:
+            self._jobs.discard(job_id)
+            for series in (self.remaining_work, self.slack, self.deadline_risk,
+                           self.projected_completion, self.cost):
+                series.remove(job_id)
+
+
+class MarketSeries:
+    """What the worker last saw of each catalogue market: its boundary values, and the running
+    errors of the forecaster the schedulers plan on."""
+
+    def __init__(self, registry: CollectorRegistry, markets: Sequence[str]) -> None:
         market = ("market",)
-        self.spot_price = gauge(
-            "spotsched_market_spot_price_usd_per_hour",
+        self.spot_price = _gauge(
+            registry, "spotsched_market_spot_price_usd_per_hour",
             "Spot price in force at the last boundary (USD per instance-hour)", market)
-        self.spot_available = gauge(
-            "spotsched_market_spot_available_instances",
+        self.spot_available = _gauge(
+            registry, "spotsched_market_spot_available_instances",
             "Spot instances obtainable at the last boundary", market)
-        self.price_error = gauge(
-            "spotsched_market_price_forecast_error_ratio",
-            "Running price forecast MAPE as a ratio (0.1 = 10%)", market)
-        self.availability_error = gauge(
-            "spotsched_market_availability_forecast_brier_score",
-            "Running Brier score of the spot availability forecast", market)
-
-        self.events_consumed = counter(
-            "spotsched_events_consumed", "Messages consumed, by topic", ("topic",))
-        self.dead_letters = counter(
-            "spotsched_dead_letters", "Messages dead-lettered, by source topic and kind",
-            ("topic", "reason_kind"))
-        self.stage_errors = counter(
-            "spotsched_stage_errors",
-            "Exceptions a stage raised or caught on its own (the message was dead-lettered or "
-            "the part restarted), by stage and exception type", ("stage", "error_type"))
-        self.decisions_emitted = counter(
-            "spotsched_decisions_emitted", "Provisioning decisions published")
-        self.solve_seconds = Histogram(
-            "spotsched_solve_seconds", "Seconds a policy took to decide one epoch",
-            buckets=SOLVE_BUCKETS, registry=registry)
-        self.epoch_lag = gauge(
-            "spotsched_epoch_lag_seconds",
-            "Event time between the newest market event and the last closed epoch")
-        self.last_decision = gauge(
-            "spotsched_last_decision_timestamp_seconds",
-            "Unix time this worker last published a decision (its start until then)")
-        self.last_epoch_closed = gauge(
-            "spotsched_last_epoch_closed_timestamp_seconds",
-            "Unix time this worker last closed an epoch (its start until then)")
-        self.slot = gauge("spotsched_slot_seconds", "Slot length the worker schedules with")
-
+        self.price_error = _gauge(
+            registry, "spotsched_market_price_forecast_error_ratio",
+            "Running MAPE of the price forecasts the schedulers plan on, as a ratio (0.1 = 10%)",
+            market)
+        self.availability_error = _gauge(
+            registry, "spotsched_market_availability_forecast_brier_score",
+            "Running Brier score of the availability forecasts the schedulers plan on", market)
         for key in markets:
             for series in (self.spot_price, self.spot_available, self.price_error,
                            self.availability_error):
                 series.labels(key).set(math.nan)
+
+    def boundary(self, boundary: MarketBoundary) -> None:
+        self.spot_price.labels(boundary.market).set(boundary.price_now)
+        self.spot_available.labels(boundary.market).set(boundary.availability_now)
+
+    def forecast(self, forecast: PublishedForecast) -> None:
+        price, brier = forecast.price_error, forecast.availability_error
+        self.price_error.labels(forecast.market).set(math.nan if price is None else price / 100)
+        self.availability_error.labels(forecast.market).set(math.nan if brier is None else brier)
+
+
+class PipelineMetrics:
+    """A worker's metrics, registered in ``registry`` with every fixed label created up front.
+
+    ``markets`` are the catalogue's market keys and ``topics`` the input topics the worker
+    consumes; ``started`` (Unix seconds, by ``clock``) stands for the last epoch closed and the
+    last decision until there are some. Per-job series exist while a job is active.
+    """
+
+    def __init__(self, registry: CollectorRegistry, *, markets: Sequence[str],
+                 topics: Sequence[str], slot_seconds: float, started: float,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.jobs = JobSeries(registry)
+        self.markets = MarketSeries(registry, markets)
+        self.clock = clock
+        self.events_consumed = _counter(
+            registry, "spotsched_events_consumed", "Messages consumed, by topic", ("topic",))
+        self.dead_letters = _counter(
+            registry, "spotsched_dead_letters",
+            "Messages dead-lettered, by source topic and kind", ("topic", "reason_kind"))
+        self.stage_errors = _counter(
+            registry, "spotsched_stage_errors",
+            "Exceptions a stage raised or caught on its own (the message was dead-lettered or "
+            "the part restarted), by stage and exception type", ("stage", "error_type"))
+        self.decisions_emitted = _counter(
+            registry, "spotsched_decisions_emitted", "Provisioning decisions published")
+        self.solve_seconds = Histogram(
+            "spotsched_solve_seconds", "Seconds a policy took to decide one epoch",
+            buckets=SOLVE_BUCKETS, registry=registry)
+        self.epoch_lag = _gauge(
+            registry, "spotsched_epoch_lag_seconds",
+            "Event time between the newest market event and the last closed epoch")
+        self.last_decision = _gauge(
+            registry, "spotsched_last_decision_timestamp_seconds",
+            "Unix time this worker last published a decision (its start until then)")
+        self.last_epoch_closed = _gauge(
+            registry, "spotsched_last_epoch_closed_timestamp_seconds",
+            "Unix time this worker last closed an epoch (its start until then)")
+        _gauge(registry, "spotsched_slot_seconds",
+               "Slot length the worker schedules with").set(slot_seconds)
         for topic in topics:
             self.events_consumed.labels(topic)
             for kind in REASON_KINDS:
                 self.dead_letters.labels(topic, kind)
-        for outcome in OUTCOMES:
-            self.jobs_ended.labels(outcome)
         self.epoch_lag.set(math.nan)
         self.last_epoch_closed.set(started)
         self.last_decision.set(started)
-        self.slot.set(slot_seconds)
-        self._jobs: set[str] = set()
         self._watermark = -math.inf
         self._last_boundary: float | None = None
 
@@ -254,87 +296,39 @@ class PipelineMetrics:
         """``policy`` with its solve time observed in ``spotsched_solve_seconds``."""
         return TimedPolicy(policy, self.solve_seconds)
 
-    def consumed(self, topic: str) -> None:
-        self.events_consumed.labels(topic).inc()
+    def observe(self, stage: str, message: Message, outcome: Outcome) -> None:
+        """What one message made ``stage`` do."""
+        self.events_consumed.labels(message.topic).inc()
+        if isinstance(outcome.event, PriceTick | AvailabilityTick | MarketBoundary):
+            self._advance(outcome.event.event_time.timestamp())
+        for fault in outcome.faults:
+            self.stage_errors.labels(fault.stage, type(fault.error).__name__).inc()
+        for rejected in outcome.rejections:
+            if is_stage_error(rejected.error):
+                self.stage_errors.labels(stage, type(rejected.error).__name__).inc()
+            self.dead_letters.labels(message.topic, reason_kind(rejected.error)).inc()
+        for event in outcome.outputs:
+            self._published(stage, event)
+        decisions = [d for d in outcome.outputs if isinstance(d, ProvisioningDecision)]
+        for decided in outcome.decided:
+            self.jobs.decided(message.partition, decided, decisions)
+        if decisions:
+            self.last_decision.set(self.clock())
 
-    def dead_lettered(self, topic: str, error: Exception) -> None:
-        self.dead_letters.labels(topic, reason_kind(error)).inc()
-
-    def stage_failed(self, stage: str, error: Exception) -> None:
-        self.stage_errors.labels(stage, type(error).__name__).inc()
-
-    def accepted(self, event: object) -> None:
-        """An input event a stage took: market ticks and boundaries advance the watermark."""
-        if isinstance(event, PriceTick | AvailabilityTick | MarketBoundary):
-            self._watermark = max(self._watermark, event.event_time.timestamp())
-            self._update_lag()
-
-    def market_boundary(self, boundary: MarketBoundary) -> None:
-        self.spot_price.labels(boundary.market).set(boundary.price_now)
-        self.spot_available.labels(boundary.market).set(boundary.availability_now)
-
-    def market_forecast(self, forecast: MarketForecast) -> None:
-        price, brier = forecast.price_error, forecast.availability_error
-        self.price_error.labels(forecast.market).set(math.nan if price is None else price / 100)
-        self.availability_error.labels(forecast.market).set(math.nan if brier is None else brier)
-
-    def epoch_closed(self, epoch: EpochClosed, now: float) -> None:
-        """This worker closed ``epoch`` at Unix time ``now``."""
-        self._last_boundary = epoch.event_time.timestamp()
-        self._watermark = max(self._watermark, self._last_boundary)
-        self.last_epoch_closed.set(now)
-        self._update_lag()
-
-    def scheduled(self, engine: Engine, decisions: Sequence[ProvisioningDecision],
-                  now: float) -> None:
-        """Decisions of one epoch from ``engine``'s partition, published at Unix time ``now``:
-        refresh each active job's series; a job released because it finished, was cancelled,
-        failed or ran out of time is counted by outcome and its series removed."""
-        for decision in decisions:
+    def _published(self, stage: str, event: object) -> None:
+        if isinstance(event, MarketBoundary):
+            self.markets.boundary(event)
+        elif isinstance(event, PublishedForecast) and stage == "market":
+            self.markets.forecast(event)
+        elif isinstance(event, EpochClosed):
+            self._last_boundary = event.event_time.timestamp()
+            self.last_epoch_closed.set(self.clock())
+            self._advance(self._last_boundary)
+        elif isinstance(event, ProvisioningDecision):
             self.decisions_emitted.inc()
-            state = engine.job_state(decision.job_id)
-            if state.finished:
-                self._job_ended(decision.job_id, job_outcome(state))
-                continue
-            allocation = Allocation(engine.index[decision.market], decision.spot,
-                                    decision.on_demand)
-            figures = job_figures(state, allocation, decision.slot_start.timestamp(),
-                                  decision.slot_seconds)
-            job_id = decision.job_id
-            self.job_remaining_work.labels(job_id).set(figures.remaining_work)
-            self.job_slack.labels(job_id).set(figures.slack_seconds)
-            self.job_deadline_risk.labels(job_id).set(figures.deadline_risk)
-            self.job_projected_completion.labels(job_id).set(figures.projected_completion)
-            self.job_cost.labels(job_id).set(figures.cost_usd)
-            self._jobs.add(job_id)
-        self.jobs_active.set(len(self._jobs))
-        self.last_decision.set(now)
 
-    def _job_ended(self, job_id: str, outcome: str) -> None:
-        self.jobs_ended.labels(outcome).inc()
-        if job_id in self._jobs:
-            self._jobs.discard(job_id)
-            for series in (self.job_remaining_work, self.job_slack, self.job_deadline_risk,
-                           self.job_projected_completion, self.job_cost):
-                series.remove(job_id)
-
-    def _update_lag(self) -> None:
+    def _advance(self, time: float) -> None:
+        """Market event time reached ``time``: the epoch lag follows."""
+        self._watermark = max(self._watermark, time)
         if self._last_boundary is not None:
             self.epoch_lag.set(epoch_lag(self._watermark, self._last_boundary))
-
-
-def serve_metrics(settings: Settings, registry: CollectorRegistry) -> Any:
-    """Serve ``registry`` at /metrics on ``metrics_host:metrics_port`` (loopback unless set
-    otherwise) and return the server, unless the port is 0; an address that cannot be bound
-    is named."""
-    if not settings.metrics_port:
-        return None
-    try:
-        server, _ = start_http_server(settings.metrics_port, addr=settings.metrics_host,
-                                      registry=registry)
-        return server
-    except OSError as exc:
-        raise OSError(
-            f"metrics_host:metrics_port (SPOTSCHED_METRICS_HOST, SPOTSCHED_METRICS_PORT) = "
-            f"{settings.metrics_host}:{settings.metrics_port}: cannot serve /metrics there "
-            f"({exc.strerror or exc})") from None

@@ -1,8 +1,10 @@
-"""Logs that stay readable when something keeps failing: repeated records are rate-limited.
+"""What every long-running spotsched process shares: logs that stay readable when something
+keeps failing, and the Prometheus endpoint.
 
-A broker outage makes the Kafka clients log the same error many times a second. The
-:class:`RateLimit` filter lets one record of each kind (logger, level and message template)
-through per interval; the next one let through says how many were held back meanwhile.
+Repeated log records are rate-limited: a broker outage makes the Kafka clients log the same
+error many times a second, so the :class:`RateLimit` filter lets one record of each kind
+(logger, level and message template) through per interval; the next one let through says how
+many were held back meanwhile.
 Records below WARNING pass untouched.
 """
 
@@ -13,6 +15,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry, start_http_server
+
+from streams.settings import Settings
 
 DEFAULT_INTERVAL_SECONDS = 30.0
 MAX_KINDS = 1_000
@@ -73,3 +80,20 @@ def configure_logging(level: str = "WARNING",
     logging.basicConfig(level=level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     rate_limit_handlers(interval=interval)
+
+
+def serve_metrics(settings: Settings, registry: CollectorRegistry) -> Any:
+    """Serve ``registry`` at /metrics on ``metrics_host:metrics_port`` (loopback unless set
+    otherwise) and return the server, unless the port is 0; an address that cannot be bound
+    is named."""
+    if not settings.metrics_port:
+        return None
+    try:
+        server, _ = start_http_server(settings.metrics_port, addr=settings.metrics_host,
+                                      registry=registry)
+        return server
+    except OSError as exc:
+        raise OSError(
+            f"metrics_host:metrics_port (SPOTSCHED_METRICS_HOST, SPOTSCHED_METRICS_PORT) = "
+            f"{settings.metrics_host}:{settings.metrics_port}: cannot serve /metrics there "
+            f"({exc.strerror or exc})") from None

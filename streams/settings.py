@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import ssl
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from solver.market import SECONDS_PER_HOUR, Market
+
+if TYPE_CHECKING:
+    from solver.policies import PolicySpec
 
 ENV_PREFIX = "SPOTSCHED_"
 SECRETS = frozenset({"sasl_password"})
@@ -57,7 +60,8 @@ class Settings(BaseSettings):
         description="Partitions of job-events and decisions; each plans its jobs on its own",
     )
     slot_seconds: float = Field(SECONDS_PER_HOUR, gt=0, description="Slot length Δ in seconds")
-    policy: str = "uniform-progress"
+    policy: str = Field("uniform-progress",
+                        description="Policy spec NAME[:key=value,...] the scheduler runs")
     markets_file: Path | None = Field(
         None, description="JSON catalogue {market key: on-demand USD/h} the scheduler plans over"
     )
@@ -81,6 +85,13 @@ class Settings(BaseSettings):
         if not servers or any(":" not in s for s in servers):
             raise ValueError("expected host:port[,host:port...]")
         return ",".join(servers)
+
+    @field_validator("policy")
+    @classmethod
+    def _policy(cls, value: str) -> str:
+        from solver.policies import check_spec  # the policies are heavy to import
+
+        return str(check_spec(value, online=True))
 
     @field_validator("ssl_cafile", "ssl_certfile", "ssl_keyfile")
     @classmethod
@@ -125,6 +136,12 @@ class Settings(BaseSettings):
                 raise ValueError(
                     _file_problem("ssl_certfile", self.ssl_certfile, exc)) from None
         return context
+
+    def policy_spec(self) -> PolicySpec:
+        """The policy the scheduler runs, as a spec (checked when the settings were read)."""
+        from solver.policies import PolicySpec
+
+        return PolicySpec.parse(self.policy)
 
     def catalogue(self) -> tuple[Market, ...]:
         """The markets the scheduler plans over, in the catalogue file's order."""

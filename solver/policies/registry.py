@@ -33,12 +33,17 @@ HINDSIGHT = frozenset({Optimum.name})
 _TYPE_NAMES = {bool: "true or false", int: "a whole number", float: "a number", str: "a name"}
 
 
-def check_spec(spec: str | PolicySpec) -> PolicySpec:
+def check_spec(spec: str | PolicySpec, online: bool = False) -> PolicySpec:
     """The spec (or its text) with its parameters checked against what its policy declares,
     converted to their types, and their values checked by building the policy (but for
-    hindsight yardsticks and oracle forecasts, which need the realised market)."""
+    hindsight yardsticks and oracle forecasts, which need the realised market; with ``online``
+    those are refused: a live scheduler has no realised market)."""
     spec = _typed_spec(spec)
-    if spec.name not in HINDSIGHT and spec.kwargs.get("forecast") != "oracle":
+    if spec.name in HINDSIGHT or spec.kwargs.get("forecast") == "oracle":
+        if online:
+            raise ValueError(f"policy {spec}: expected an online policy (it needs the realised "
+                             "market, which only a replay has)")
+    else:
         make_policy(spec)
     return spec
 

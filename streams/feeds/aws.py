@@ -24,8 +24,8 @@ from botocore.exceptions import (
 
 from connectors.aws import FATAL_ERRORS, NETWORK_ERRORS, TRANSIENT_ERRORS
 from solver.market import Market
+from streams.contract import utc
 from streams.feeds.base import PermanentFeedError, PriceChange, TransientFeedError
-from streams.pipeline import utc
 
 PRODUCT = "Linux/UNIX"
 PAGE_SIZE = 1000

@@ -28,9 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from solver.market import Market
-from streams.contract.events import AvailabilityTick, PriceTick
+from streams.contract import AvailabilityTick, PriceTick, utc
 from streams.feeds.base import PriceChange
-from streams.pipeline import utc
 
 PRICE, AVAILABILITY = 0, 1
 """Ranks of the two kinds of tick at one instant."""

@@ -35,14 +35,13 @@ from aiokafka import AIOKafkaProducer
 from prometheus_client import CollectorRegistry
 
 from solver.market import Market
-from streams.contract.events import PriceTick, dump_event
+from streams.contract import PriceTick, utc
 from streams.feeds.base import PriceChange, PriceSource
 from streams.feeds.metrics import FeedMetrics
 from streams.feeds.planner import FeedGrid, FeedTick, Position, plan, position
 from streams.feeds.retry import FeedStopped, RateLimitedLog, RetryPolicy, retrying
 from streams.feeds.topic import TopicView
-from streams.pipeline import utc
-from streams.replay import partition_for
+from streams.kafka.clients import send_event
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -176,9 +175,8 @@ class FeedRunner:
         topic = self.settings.topics.market_ticks
         pending = []
         for tick in ticks:
-            pending.append(await producer.send(
-                topic, dump_event(tick), key=tick.key.encode(),
-                partition=partition_for(tick.key, self.settings.market_partitions)))
+            pending.append(await send_event(producer, topic, tick, "feed/aws",
+                                            self.settings.market_partitions))
             self.metrics.published["price" if isinstance(tick, PriceTick)
                                    else "availability"].inc()
             self.published += 1

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from streams.contract.events import AvailabilityTick, EventError, PriceTick, parse_event
+from streams.contract import AvailabilityTick, EventError, PriceTick, parse_event
 from streams.feeds.planner import Position, is_feed_tick, position
-from streams.replay import partition_for
+from streams.kafka.partitions import partition_for
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)

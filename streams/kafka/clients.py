@@ -17,23 +17,23 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
-from streams.contract.events import (
+from streams.contract import (
     Envelope,
     EventError,
-    JobCancelled,
-    JobProgress,
+    JobEvent,
     JobSubmitted,
     ProvisioningDecision,
+    cloud_event_headers,
     dump_event,
     parse_event,
+    source,
 )
 from streams.kafka.connect import BrokerError, start_client
-from streams.replay import ReplayEvent, partition_for
+from streams.kafka.partitions import partition_for
 from streams.settings import Settings, env_name
 
 log = logging.getLogger(__name__)
 
-JobEvent = JobSubmitted | JobProgress | JobCancelled
 STALL_LOG_SECONDS = 10.0
 """How often a producer waiting for acknowledgements says so."""
 
@@ -47,6 +47,18 @@ async def open_producer(settings: Settings, what: str) -> AIOKafkaProducer:
                                  enable_idempotence=True, linger_ms=5,
                                  request_timeout_ms=timeout_ms),
         settings, what)
+
+
+async def send_event(producer: AIOKafkaProducer, topic: str, event: Envelope, writer: str,
+                     partitions: int | None = None) -> Awaitable[Any]:
+    """Hand ``event`` to ``producer`` with its key and CloudEvents headers (``writer`` names
+    the component, e.g. ``replay``), to the partition its key picks among ``partitions``
+    (default: the producer's partitioner, the same one); returns its delivery."""
+    key = event.key.encode()
+    return await producer.send(
+        topic, dump_event(event), key=key,
+        partition=None if partitions is None else partition_for(key, partitions),
+        headers=cloud_event_headers(event, source(writer)))
 
 
 async def delivered(deliveries: list[Awaitable[Any]], settings: Settings, what: str) -> None:
@@ -74,7 +86,7 @@ async def delivered(deliveries: list[Awaitable[Any]], settings: Settings, what: 
 
 async def publish_replay(
     settings: Settings,
-    events: Iterable[ReplayEvent],
+    events: Iterable[Envelope],
     speed: float | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> int:
@@ -101,15 +113,13 @@ async def publish_replay(
                 if delay > 0:
                     await asyncio.sleep(delay)
             if isinstance(event, JobSubmitted):
-                pending.append(await producer.send(
-                    topics.job_events, dump_event(event), key=event.key.encode(),
-                    partition=partition_for(event.key, settings.job_partitions)))
+                pending.append(await send_event(producer, topics.job_events, event, "replay",
+                                                settings.job_partitions))
                 await delivered(pending, settings, what)
                 pending.clear()
             else:
-                pending.append(await producer.send(
-                    topics.market_ticks, dump_event(event), key=event.key.encode(),
-                    partition=partition_for(event.key, settings.market_partitions)))
+                pending.append(await send_event(producer, topics.market_ticks, event, "replay",
+                                                settings.market_partitions))
                 if len(pending) >= 1000:
                     await delivered(pending, settings, what)
                     pending.clear()
@@ -132,9 +142,9 @@ async def publish_job_events(settings: Settings, events: Iterable[JobEvent]) -> 
     count = 0
     try:
         for event in events:
-            await delivered([await producer.send(
-                settings.topics.job_events, dump_event(event), key=event.key.encode(),
-                partition=partition_for(event.key, settings.job_partitions))], settings, what)
+            await delivered([await send_event(producer, settings.topics.job_events, event,
+                                              "submit", settings.job_partitions)],
+                            settings, what)
             count += 1
     finally:
         await producer.stop()

@@ -1,37 +1,15 @@
-"""The topics the pipeline uses, with the partition counts and retention it relies on."""
+"""Creating the pipeline's topics (:func:`streams.pipeline.declaration.topic_specs`) on the
+broker."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass, field
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from streams.kafka.connect import start_client
+from streams.pipeline.declaration import settings_topics
 from streams.settings import Settings
-
-FOREVER = "-1"
-WEEK_MS = str(7 * 24 * 3600 * 1000)
-
-
-@dataclass(frozen=True, slots=True)
-class TopicSpec:
-    name: str
-    partitions: int
-    config: dict[str, str] = field(default_factory=dict)
-
-
-def topic_specs(settings: Settings) -> list[TopicSpec]:
-    """Input logs are kept forever: a restarted stage rebuilds its state from them."""
-    t = settings.topics
-    return [
-        TopicSpec(t.market_ticks, settings.market_partitions, {"retention.ms": FOREVER}),
-        TopicSpec(t.job_events, settings.job_partitions, {"retention.ms": FOREVER}),
-        TopicSpec(t.market_boundaries, 1, {"retention.ms": FOREVER}),
-        TopicSpec(t.decisions, settings.job_partitions, {"retention.ms": WEEK_MS}),
-        TopicSpec(t.forecasts, settings.market_partitions, {"cleanup.policy": "compact"}),
-        TopicSpec(t.dead_letters, 1, {"retention.ms": str(4 * int(WEEK_MS))}),
-    ]
 
 
 async def ensure_topics(settings: Settings, names: Collection[str] | None = None) -> None:
@@ -40,7 +18,7 @@ async def ensure_topics(settings: Settings, names: Collection[str] | None = None
     admin = await start_client(lambda: AIOKafkaAdminClient(**settings.kafka_options()),
                                settings, f"creating topics on {settings.bootstrap_servers}")
     try:
-        specs = [s for s in topic_specs(settings) if names is None or s.name in names]
+        specs = [s for s in settings_topics(settings) if names is None or s.name in names]
         existing = set(await admin.list_topics())
         missing = [s for s in specs if s.name not in existing]
         if missing:

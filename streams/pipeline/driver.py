@@ -1,26 +1,19 @@
 """Messages into a stage, outcomes out: the one code path of the Kafka worker (live and while it
 rebuilds a stage from the log) and of the in-memory pipeline.
 
-A message is decoded, checked to be of a type the stage takes, and handled. Whatever fails on
-the way — bad bytes, a schema violation, an event the stage rejects, or any exception the
-stage raises — rejects the message: it becomes a dead letter with the reason, and the stage
-goes on with the next message.
+A message is decoded, checked to be of a type the stage takes and to carry its event's key, and
+handled. Whatever fails on the way — bad bytes, a schema violation, a key that does not fit,
+an event the stage rejects, or any exception the stage raises — rejects the message: it
+becomes a dead letter with the reason, and the stage goes on with the next message.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
-from streams.contract.events import DeadLetter, Envelope, EventError, parse_event
-from streams.pipeline.stage import Fault, Message, RejectedEvent, Rejection, StageOutput
-
-
-class Stage(Protocol):
-    name: str
-    accepts: tuple[type[Envelope], ...]
-
-    def handle(self, event: Any, message: Message | None = None) -> list[StageOutput]: ...
+from solver.decision import SlotDecision
+from streams.contract import DeadLetter, Envelope, EventError, key_mismatch, parse_event
+from streams.pipeline.stage import Fault, Message, RejectedEvent, Rejection, Stage
 
 
 @dataclass
@@ -32,6 +25,7 @@ class Outcome:
     outputs: list[Envelope] = field(default_factory=list)
     rejections: list[Rejection] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
+    decided: list[SlotDecision] = field(default_factory=list)
 
 
 class Driver:
@@ -39,17 +33,10 @@ class Driver:
 
     def __init__(self, stage: Stage) -> None:
         self.stage = stage
-        self.accepts = stage.accepts
 
     def process(self, message: Message) -> Outcome:
         try:
-            event = parse_event(message.value)
-            if not isinstance(event, self.accepts):
-                raise RejectedEvent(
-                    f"type={event.type!r}: expected one of "
-                    f"{', '.join(c.model_fields['type'].default for c in self.accepts)} on "
-                    f"{message.topic}"
-                )
+            event = self._decode(message)
             results = self.stage.handle(event, message)
         except Exception as exc:
             return Outcome(rejections=[Rejection(message, exc)])
@@ -59,9 +46,26 @@ class Driver:
                 outcome.rejections.append(result)
             elif isinstance(result, Fault):
                 outcome.faults.append(result)
+            elif isinstance(result, SlotDecision):
+                outcome.decided.append(result)
             else:
                 outcome.outputs.append(result)
         return outcome
+
+    def _decode(self, message: Message) -> Envelope:
+        if message.value is None:
+            raise EventError("the message has no value (a tombstone): expected an event")
+        event = parse_event(message.value)
+        accepts = self.stage.accepts
+        if not isinstance(event, accepts):
+            raise RejectedEvent(
+                f"type={event.type!r}: expected one of "
+                f"{', '.join(c.model_fields['type'].default for c in accepts)} on "
+                f"{message.topic}")
+        mismatch = key_mismatch(event, message.key)
+        if mismatch is not None:
+            raise RejectedEvent(mismatch)
+        return event
 
 
 def is_stage_error(error: Exception) -> bool:

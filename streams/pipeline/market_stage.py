@@ -1,4 +1,12 @@
-"""The market stage: market ticks cut into slots, a boundary report and a forecast per slot.
+"""The market stage: market ticks cut into slots; at each boundary a market passes, the
+market's forecast for the slots from that boundary on and a report of the boundary.
+
+Each market's forecaster starts at the market's first boundary (its slot cycle from there,
+:func:`solver.forecast.slot_seasonality`) and learns every slot the market's ticks closed after
+it, as :func:`solver.simulator.simulate` does with the market data's lead-in; the outlook it
+makes at a boundary (:meth:`solver.forecast.MarketForecaster.outlook`) is published on the
+forecasts topic and is what every scheduler plans on. The forecast of a boundary is emitted
+before its report, so the coordinator holds it once the boundary is reported.
 
 Ticks are checked against event time before they touch a market's state, so no tick can
 freeze a market or make the stage loop over empty slots:
@@ -17,17 +25,19 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from solver.forecast import MarketFactory, MarketForecaster, market_factory, slot_seasonality
+from solver.forecast.models import OUTLOOK_HORIZON
 from solver.market import Market
 from solver.slotting import LateTickError, SlotClose, SlotCutter
-from streams.contract.events import (
-    MAX_AMOUNT,
-    MAX_PRICE,
+from streams.contract import (
     AvailabilityTick,
     MarketBoundary,
-    MarketForecast,
+    Outlook,
     PriceTick,
+    PublishedForecast,
+    utc,
 )
 from streams.pipeline.stage import (
     Fault,
@@ -36,7 +46,6 @@ from streams.pipeline.stage import (
     Rejection,
     StageOutput,
     rejection,
-    utc,
 )
 
 DEFAULT_MAX_FUTURE_SKEW_SECONDS = 86_400.0
@@ -52,8 +61,8 @@ MAX_TICKS_PER_CANDIDATE = 10_000
 class MarketStage:
     """Slot cutters and forecasters for the catalogue markets whose ticks reach this stage.
 
-    Each boundary a market passes yields a :class:`MarketBoundary`; each closed slot the
-    market's ticks covered is learnt by its forecaster, which then forecasts ``horizon`` slots.
+    Each boundary a market passes yields the market's :class:`PublishedForecast` of
+    ``horizon`` slots and a :class:`MarketBoundary` (module doc).
     """
 
     name = "market"
@@ -64,7 +73,7 @@ class MarketStage:
         catalogue: Sequence[Market],
         slot_seconds: float,
         forecaster: MarketFactory | None = None,
-        horizon: int = 24,
+        horizon: int = OUTLOOK_HORIZON,
         max_future_skew: float = DEFAULT_MAX_FUTURE_SKEW_SECONDS,
     ) -> None:
         self.catalogue = {m.key: m for m in catalogue}
@@ -93,6 +102,7 @@ class MarketStage:
         closes, rejected = clock.update(time, price, available, message, self.event_time)
         out: list[StageOutput] = [*rejected]
         for close in closes:
+            out.extend(self._forecast(tick.market, close))
             out.append(MarketBoundary(
                 event_time=utc(close.boundary),
                 market=tick.market,
@@ -102,9 +112,6 @@ class MarketStage:
                 price_now=close.price_now,
                 availability_now=close.availability_now,
             ))
-            if close.price is not None and close.availability is not None:
-                out.extend(self._forecast(tick.market, close.boundary, close.price,
-                                          close.availability))
         if closes:
             self.event_time = max(self.event_time or -math.inf, closes[-1].boundary)
         return out
@@ -119,35 +126,34 @@ class MarketStage:
                 f"({utc(max(known)).isoformat()}); expected ticks in event-time order"
             )
 
-    def _forecast(self, market: str, boundary: float, price: float,
-                  availability: int) -> list[StageOutput]:
-        """The market's forecast after learning the closed slot; a forecaster that raises is
-        replaced by a fresh one (a :class:`Fault`), the boundary stands."""
+    def _forecast(self, market: str, close: SlotClose) -> list[StageOutput]:
+        """The market's forecast at ``close``'s boundary, once its forecaster has learnt the
+        closed slot (a forecaster starts at the market's first boundary). A forecaster that
+        raises is replaced by a fresh one at the next boundary (a :class:`Fault`); the boundary
+        stands."""
         try:
             forecaster = self._forecasters.get(market)
             if forecaster is None:
-                season = slot_seasonality(boundary - self.slot_seconds, self.slot_seconds)
+                season = slot_seasonality(close.boundary, self.slot_seconds)
                 forecaster = self._forecasters[market] = self.forecaster(season, self.horizon)
-            forecaster.learn_one(price, float(availability))
-            ahead = forecaster.forecast(self.horizon)
-            return [MarketForecast(
-                event_time=utc(boundary),
-                market=market,
-                slot_seconds=self.slot_seconds,
-                price=tuple(_bounded(v, MAX_PRICE) for v in ahead.price),
-                availability=tuple(_bounded(v, 1.0) for v in ahead.availability),
-                price_error=_bounded(forecaster.errors.price_error, MAX_AMOUNT),
-                availability_error=_bounded(forecaster.errors.availability_error, MAX_AMOUNT),
-            )]
+            elif close.price is not None and close.availability is not None:
+                forecaster.learn_one(close.price, float(close.availability))
+            return [_published(market, close.boundary, self.slot_seconds,
+                               forecaster.outlook(self.horizon).to_wire())]
         except Exception as exc:
             self._forecasters.pop(market, None)
             return [Fault(self.name, exc)]
 
 
-def _bounded(value: float, upper: float) -> float | None:
-    """A forecast figure within the contract's range; ``None`` where nothing is known."""
-    value = float(value)
-    return None if not math.isfinite(value) else min(max(value, 0.0), upper)
+def _published(market: str, boundary: float, slot_seconds: float,
+               wire: dict[str, Any]) -> PublishedForecast:
+    """The forecast event of an outlook's wire form (:meth:`MarketOutlook.to_wire`)."""
+    outlook = Outlook.model_validate(wire)
+    median = outlook.price[outlook.quantile_levels.index(0.5)]
+    return PublishedForecast(
+        event_time=utc(boundary), market=market, slot_seconds=slot_seconds, price=median,
+        availability=outlook.capacity_probability, price_error=outlook.price_error,
+        availability_error=outlook.availability_error, outlook=outlook)
 
 
 @dataclass

@@ -8,9 +8,12 @@ event that arrives after its epoch was decided (its producer lagged behind the m
 effect at once, as close to its time as the engine still can. A job whose hard deadline is at
 or before the first boundary at or after its submission's event time is rejected.
 
-A job the policy cannot decide, or whose decision cannot be built, is failed: a final
-zero-instance decision ``released: failed: <why>``, and its submission is dead-lettered with
-the reason. The other jobs of the epoch are decided as if it had not been there.
+The engine plans each epoch on the forecasts the market stage made at its boundary, which
+arrive just before the epoch marker (:mod:`streams.pipeline.outlooks`).
+
+A job the policy cannot decide, or whose decision cannot be built, is failed: a final ``release``
+decision with cause ``failed`` and the reason, and its submission is dead-lettered with the
+reason. The other jobs of the epoch are decided as if it had not been there.
 """
 
 from __future__ import annotations
@@ -22,19 +25,23 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from solver.decision import explain
+from solver.decision import Departure, SlotDecision
 from solver.engine import Engine
-from solver.job import Allocation
+from solver.job import Job
 from solver.market import Market
 from solver.observation import Policy
-from streams.contract.events import (
+from streams.contract import (
     EpochClosed,
     JobCancelled,
+    JobEvent,
     JobFinished,
     JobProgress,
     JobSubmitted,
-    ProvisioningDecision,
+    PublishedForecast,
+    utc,
 )
+from streams.pipeline.decisions import DecidedSlot, release, run_or_idle
+from streams.pipeline.outlooks import PendingForecasts
 from streams.pipeline.stage import (
     Message,
     RejectedEvent,
@@ -42,10 +49,7 @@ from streams.pipeline.stage import (
     epoch_index,
     first_boundary,
     rejection,
-    utc,
 )
-
-JobEvent = JobSubmitted | JobProgress | JobCancelled | JobFinished
 
 MAX_WAITING_EVENTS = 100_000
 """Job events a partition keeps waiting for their epoch; beyond, they are rejected."""
@@ -59,7 +63,8 @@ class PartitionScheduler:
     """One job-events partition: its jobs, the epochs, and the engine they drive."""
 
     name = "scheduler"
-    accepts = (JobSubmitted, JobProgress, JobCancelled, JobFinished, EpochClosed)
+    accepts = (JobSubmitted, JobProgress, JobCancelled, JobFinished, PublishedForecast,
+               EpochClosed)
 
     def __init__(
         self,
@@ -77,17 +82,15 @@ class PartitionScheduler:
         self._submissions: dict[str, Message | None] = {}
         self._waiting: list[tuple[float, int, JobEvent, Message | None]] = []
         self._arrivals = itertools.count()
-        self._active: dict[str, Allocation] = {}
+        self._forecasts = PendingForecasts([m.key for m in self.catalogue], slot_seconds)
 
-    @property
-    def jobs_to_decide(self) -> int:
-        """Jobs the engine must decide at its current epoch."""
-        return 0 if self.engine is None else len(self.engine.active())
-
-    def handle(self, event: JobEvent | EpochClosed,
+    def handle(self, event: JobEvent | PublishedForecast | EpochClosed,
                message: Message | None = None) -> list[StageOutput]:
         if isinstance(event, EpochClosed):
             return self._epoch(event)
+        if isinstance(event, PublishedForecast):
+            self._forecasts.add(event, None if self.engine is None else self.engine.slot_start)
+            return []
         self._check(event)
         if isinstance(event, JobSubmitted) and event.job_id in self._known:
             return []  # a re-delivery
@@ -113,7 +116,7 @@ class PartitionScheduler:
         alone, never by how far the epochs have come."""
         submitted = self._known.get(event.job_id)
         if isinstance(event, JobSubmitted):
-            if submitted is not None and submitted.to_job() != event.to_job():
+            if submitted is not None and submitted.job_fields() != event.job_fields():
                 raise RejectedEvent(
                     f"job_id={event.job_id!r}: already submitted with other fields; expected "
                     "a new job id")
@@ -153,7 +156,7 @@ class PartitionScheduler:
                     raise RejectedEvent(
                         f"hard_deadline={event.hard_deadline.isoformat()}: expected a time "
                         f"after {utc(engine.slot_start).isoformat()}, the first epoch")
-                engine.add_job(event.to_job())
+                engine.add_job(Job(**event.job_fields()))
             elif isinstance(event, JobCancelled):
                 engine.cancel_job(event.job_id)
             elif isinstance(event, JobFinished):
@@ -206,100 +209,34 @@ class PartitionScheduler:
             engine.settle(np.array(event.price), np.array(event.availability))
         self.last_epoch = event.epoch
         out = self._due(boundary)
-        decided = engine.decide(np.array(event.price_now), np.array(event.availability_now))
-        for job_id, reason in engine.failures.items():
-            previous = self._active.get(job_id)
-            out += self._failed(event, job_id, reason,
-                                self._home(job_id) if previous is None else previous.market)
-        out += self._released(engine, decided, event)
-        out += self._decisions(engine, decided, event)
-        return out
+        decided = engine.decide(np.array(event.price_now), np.array(event.availability_now),
+                                self._forecasts.take(boundary, engine.own_outlooks))
+        return [*out, *self._decisions(engine, decided, event), decided]
 
-    def _decisions(
-        self, engine: Engine, decided: dict[str, Allocation], event: EpochClosed
-    ) -> list[StageOutput]:
-        obs = engine.last_observation
-        if obs is None:
-            return []
-        views = {v.id: v for v in obs.jobs}
+    def _decisions(self, engine: Engine, decided: SlotDecision,
+                   event: EpochClosed) -> list[StageOutput]:
+        """The epoch's decisions: a release for each job that left, then a run or idle for
+        each job decided; a job whose decision cannot be built is failed instead."""
+        slot = DecidedSlot(event.epoch, event.event_time, self.slot_seconds, engine.policy.name,
+                           tuple(m.key for m in self.catalogue))
         out: list[StageOutput] = []
-        self._active = {}
-        for job_id, allocation in decided.items():
+        for job_id, departure in decided.departures.items():
+            out += self._released(slot, job_id, departure)
+        for job_id, allocation in decided.allocations.items():
             try:
-                why = explain(obs, views[job_id], allocation)
-                decision = self._decision(
-                    event, job_id, allocation, why.expected_cost_usd, why.slack_seconds,
-                    _reason(allocation), {
-                        "spot_price_now": why.spot_price_now,
-                        "spot_available_now": float(why.spot_available_now),
-                        "on_demand_price": why.on_demand_price,
-                    })
+                out.append(run_or_idle(slot, decided, job_id))
             except Exception as exc:
                 reason = f"its decision could not be built: {type(exc).__name__}: {exc}"
                 engine.fail_job(job_id, reason)
-                out += self._failed(event, job_id, reason, allocation.market)
-                continue
-            out.append(decision)
-            self._active[job_id] = allocation
+                out += self._released(slot, job_id,
+                                      Departure(allocation.market, "failed", reason))
         return out
 
-    def _home(self, job_id: str) -> int:
-        """The market a job's zero-instance decisions name before it ever ran."""
-        allowed = self._known[job_id].allowed_markets
-        return [m.key for m in self.catalogue].index(allowed[0]) if allowed else 0
-
-    def _failed(self, event: EpochClosed, job_id: str, reason: str,
-                market: int) -> list[StageOutput]:
-        """A failed job's final decision in ``market``, and the rejection of its submission."""
-        error = JobFailed(f"job {job_id!r} failed at epoch {event.epoch}: {reason}")
-        return [self._decision(event, job_id, Allocation(market), 0.0, 0.0,
-                               f"released: failed: {reason}"[:500], None),
-                *rejection(self._submissions.get(job_id), error)]
-
-    def _released(
-        self, engine: Engine, decided: dict[str, Allocation], event: EpochClosed
-    ) -> list[StageOutput]:
-        """Zero-instance decisions for jobs that left the active set since the last epoch."""
-        out: list[StageOutput] = []
-        for job_id, previous in self._active.items():
-            if job_id not in decided and job_id not in engine.failures:
-                state = engine.job_state(job_id)
-                reason = ("cancelled" if state.cancelled else
-                          "finished" if state.completion is not None else "deadline passed")
-                out.append(self._decision(event, job_id, Allocation(previous.market), 0.0, 0.0,
-                                          f"released: {reason}", None))
+    def _released(self, slot: DecidedSlot, job_id: str,
+                  departure: Departure) -> list[StageOutput]:
+        """A departed job's release, and the rejection of a failed job's submission."""
+        out: list[StageOutput] = [release(slot, job_id, departure)]
+        if departure.outcome == "failed":
+            out += rejection(self._submissions.get(job_id), JobFailed(
+                f"job {job_id!r} failed at epoch {slot.epoch}: {departure.reason}"))
         return out
-
-    def _decision(
-        self,
-        event: EpochClosed,
-        job_id: str,
-        allocation: Allocation,
-        cost: float,
-        slack: float,
-        reason: str,
-        forecast: dict[str, float] | None,
-    ) -> ProvisioningDecision:
-        return ProvisioningDecision(
-            event_time=event.event_time,
-            job_id=job_id,
-            epoch=event.epoch,
-            slot_start=event.event_time,
-            slot_seconds=self.slot_seconds,
-            market=self.catalogue[allocation.market].key,
-            spot=allocation.spot,
-            on_demand=allocation.on_demand,
-            policy=self.engine.policy.name if self.engine else "",
-            expected_cost_usd=cost,
-            slack_seconds=slack,
-            forecast=forecast,
-            reason=reason,
-        )
-
-
-def _reason(allocation: Allocation) -> str:
-    if allocation.total == 0:
-        return "idle"
-    parts = [f"{n} {kind}" for n, kind in ((allocation.spot, "spot"),
-                                           (allocation.on_demand, "on-demand")) if n]
-    return "run " + " + ".join(parts)

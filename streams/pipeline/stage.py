@@ -1,19 +1,21 @@
 """What pipeline stages take and give besides events: the message an event came in, rejections
-of messages (the dead letters to write) and faults (errors that reject no message).
+of messages (the dead letters to write), faults (errors that reject no message) and the
+engine's slot decisions (for the metrics).
 
 A stage's ``handle(event, message)`` returns events to publish, :class:`Rejection` s — of the
 message in hand or of an earlier one the stage had kept (a job event waiting for its epoch, a
-market tick on a clock that lost) — and :class:`Fault` s. Anything it raises rejects the
-message in hand (:mod:`streams.pipeline.driver`).
+market tick on a clock that lost) — :class:`Fault` s and :class:`~solver.decision.SlotDecision`
+s. Anything it raises rejects the message in hand (:mod:`streams.pipeline.driver`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from typing import Protocol
 
-from streams.contract.events import Envelope
+from solver.decision import SlotDecision
+from streams.contract import Envelope
 
 
 class RejectedEvent(ValueError):
@@ -22,10 +24,11 @@ class RejectedEvent(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One message of a topic as it was consumed (``timestamp`` in Unix seconds)."""
+    """One message of a topic as it was consumed (``value`` ``None``: a tombstone;
+    ``timestamp`` in Unix seconds)."""
 
     topic: str
-    value: bytes
+    value: bytes | None
     key: bytes | None = None
     partition: int | None = None
     offset: int | None = None
@@ -49,16 +52,21 @@ class Fault:
     error: Exception
 
 
-StageOutput = Envelope | Rejection | Fault
+StageOutput = Envelope | Rejection | Fault | SlotDecision
+
+
+class Stage(Protocol):
+    """A pipeline stage: the events it takes, and what it makes of each."""
+
+    name: str
+    accepts: tuple[type[Envelope], ...]
+
+    def handle(self, event: Envelope, message: Message | None = None) -> list[StageOutput]: ...
 
 
 def rejection(message: Message | None, error: Exception) -> list[Rejection]:
     """The rejection of ``message``, or none when the stage was called without one."""
     return [] if message is None else [Rejection(message, error)]
-
-
-def utc(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=UTC)
 
 
 def epoch_index(boundary: float, slot_seconds: float) -> int:

@@ -1,17 +1,16 @@
-"""The worker: decode each input message, call a pipeline stage, and encode its outputs.
+"""The Kafka runner: the pipeline declaration (:mod:`streams.pipeline.declaration`) as a Faust
+worker.
 
-The market stage runs on a batched consumer of its own inside the worker
-(:class:`streams.runners.tick_consumer.TickConsumer`, group ``<app id>.market-ticks``); the epoch
-coordinator and the scheduler are Faust agents (group ``<app id>``).
+The batched stage (the market stage) runs on a consumer of its own inside the worker
+(:class:`streams.runners.tick_consumer.TickConsumer`, group ``<app id>.market-ticks``); every
+other stage is a Faust agent (group ``<app id>``). Each keeps one stage per partition it owns.
+When a worker takes over a partition in the middle of its log (a restart, or a rebalance), it
+first rebuilds the stage by re-reading the partition from the beginning up to that point, so
+no state is lost; anything re-emitted carries the same idempotency key as before.
 
-Each of them keeps one stage per partition it owns. When a worker takes over a partition in
-the middle of its log (a restart, or a rebalance), it first rebuilds the stage by re-reading
-the partition from the beginning up to that point, so no job state is lost; anything
-re-emitted carries the same idempotency key as before.
-
-Every message goes through a :class:`streams.pipeline.driver.Driver`, live and in the rebuild alike:
-whatever it makes its stage raise is dead-lettered (and counted as a stage error), and the
-stage goes on with the next message.
+Every message goes through a :class:`streams.pipeline.driver.Driver`, live and in the rebuild
+alike: whatever it makes its stage raise is dead-lettered (and counted as a stage error), and
+the stage goes on with the next message.
 """
 
 from __future__ import annotations
@@ -20,21 +19,26 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any
 
 import faust
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from prometheus_client import CollectorRegistry
 
-from solver.policies import make_policy
-from streams.contract.events import MarketBoundary, dump_event
 from streams.kafka.connect import start_client
 from streams.metrics import PipelineMetrics
-from streams.pipeline import EpochCoordinator, MarketStage, PartitionScheduler
+from streams.pipeline.declaration import (
+    PIPELINE,
+    PipelineConfig,
+    StageSpec,
+    partition_counts,
+    sends,
+    settings_topics,
+)
 from streams.pipeline.driver import Driver, Outcome, dead_letter, is_stage_error
 from streams.pipeline.stage import Message
-from streams.replay import partition_for
+from streams.runners.memory import Observer
 from streams.runners.tick_consumer import TickConsumer
 from streams.runtime import rate_limit_handlers
 from streams.settings import Settings
@@ -47,17 +51,104 @@ batch."""
 BATCH_WAIT_SECONDS = 0.05
 
 
+def create_app(settings: Settings, registry: CollectorRegistry | None = None) -> faust.App:
+    """The worker's Faust app over the configured topics and catalogue, running every stage of
+    the pipeline; its metrics go to ``registry`` (a private one when not given)."""
+    catalogue = settings.catalogue()
+    app = _faust_app(settings)
+    metrics = PipelineMetrics(
+        registry or CollectorRegistry(), markets=[m.key for m in catalogue],
+        topics=[getattr(settings.topics, spec.topic) for spec in PIPELINE],
+        slot_seconds=settings.slot_seconds, started=time.time())
+    config = PipelineConfig(catalogue, settings.slot_seconds, settings.policy_spec(),
+                            settings.max_future_skew_seconds, timed=metrics.timed)
+    runner = KafkaRunner(app, settings, config, (metrics, LoggedOutcomes()))
+    for spec in PIPELINE:
+        runner.run(spec)
+    return app
+
+
+class KafkaRunner:
+    """Runs stages of the declaration in a Faust app: sends each stage's outputs where its
+    routes say, and tells the observers what every message did."""
+
+    def __init__(self, app: faust.App, settings: Settings, config: PipelineConfig,
+                 observers: Sequence[Observer]) -> None:
+        self.app, self.settings, self.config = app, settings, config
+        self.observers = tuple(observers)
+        self.partitions = partition_counts(settings_topics(settings))
+        self._topics: dict[str, faust.TopicT] = {}
+
+    def run(self, spec: StageSpec) -> None:
+        """Run ``spec``'s stage on its topic: on the batched consumer, or as an agent."""
+        topic = getattr(self.settings.topics, spec.topic)
+        stages = PartitionStages(self.settings, topic, lambda: spec.make(self.config))
+        if spec.batched:
+            async def handle(records: Sequence[ConsumerRecord]) -> list[Awaitable[Any]]:
+                return [d for record in records
+                        for d in await self.process(spec, stages, record_message(record))]
+
+            self.app.service(TickConsumer(self.settings, handle, beacon=self.app.beacon))
+            return
+
+        async def agent(stream: faust.StreamT) -> None:
+            async with _crash_on_error(self.app, spec.name):
+                async for batch in stream.take_events(BATCH, within=BATCH_WAIT_SECONDS):
+                    await asyncio.gather(*[d for event in batch for d in await self.process(
+                        spec, stages, event_message(event))])
+
+        self.app.agent(self._topic(topic), name=f"spotsched.{spec.name}")(agent)
+
+    async def process(self, spec: StageSpec, stages: PartitionStages,
+                      message: Message) -> list[Awaitable[Any]]:
+        """One message through its partition's stage; returns the deliveries of what it
+        wrote."""
+        assert message.partition is not None and message.offset is not None
+        outcome = (await stages.driver(message.partition, message.offset)).process(message)
+        for observer in self.observers:
+            observer.observe(spec.name, message, outcome)
+        return [await self._topic(out.topic).send(
+                    key=out.key, value=out.value, partition=out.partition, headers=out.headers)
+                for out in sends(spec, outcome, self.settings.topics, self.partitions)]
+
+    def _topic(self, name: str) -> faust.TopicT:
+        if name not in self._topics:
+            self._topics[name] = self.app.topic(name, partitions=self.partitions[name])
+        return self._topics[name]
+
+
+class LoggedOutcomes:
+    """Logs what went wrong with a message: stage errors, faults and dead letters."""
+
+    def observe(self, stage: str, message: Message, outcome: Outcome) -> None:
+        for fault in outcome.faults:
+            log.error("stage %s: %s: %s", fault.stage, type(fault.error).__name__, fault.error)
+        for rejected in outcome.rejections:
+            letter = dead_letter(rejected)
+            where = f"{letter.source_topic}[{letter.partition}]@{letter.offset}"
+            if is_stage_error(rejected.error):
+                log.error("stage %s raised %s on %s: %s", stage, type(rejected.error).__name__,
+                          where, letter.reason)
+            log.warning("dead letter from %s: %s", where, letter.reason)
+
+
 def record_message(record: ConsumerRecord) -> Message:
     """An aiokafka record as a stage's message (Kafka timestamps are in milliseconds)."""
-    return Message(record.topic, bytes(record.value or b""), record.key, record.partition,
-                   record.offset, record.timestamp / 1000.0 if record.timestamp else None)
+    return Message(record.topic, record.value, record.key, record.partition, record.offset,
+                   record.timestamp / 1000.0 if record.timestamp else None)
+
+
+def event_message(event: faust.EventT) -> Message:
+    """A Faust event's raw message as a stage's message (Faust gives seconds)."""
+    m = event.message
+    return Message(m.topic, m.value, m.key, m.partition, m.offset, m.timestamp)
 
 
 class PartitionStages:
     """One stage (behind its driver) per partition of a topic, rebuilt from the log when taken
     over mid-way."""
 
-    def __init__(self, settings: Settings, topic: str, make_stage: Callable[[], Any]) -> None:
+    def __init__(self, settings: Settings, topic: str, make_stage: Any) -> None:
         self.settings = settings
         self.topic = topic
         self.make_stage = make_stage
@@ -69,14 +160,6 @@ class PartitionStages:
             self._drivers[partition] = await self._rebuild(partition, offset)
         self._next_offset[partition] = offset + 1
         return self._drivers[partition]
-
-    def current(self, partition: int) -> Any:
-        """The stage of a partition already taken over with :meth:`driver`."""
-        return self._drivers[partition].stage
-
-    def stages(self) -> list[Any]:
-        """The stages of every partition taken over so far."""
-        return [driver.stage for driver in self._drivers.values()]
 
     async def _rebuild(self, partition: int, until: int) -> Driver:
         """A driver whose stage has seen offsets ``0 .. until - 1``: they are processed as when
@@ -105,12 +188,16 @@ class PartitionStages:
         return driver
 
 
-def create_app(settings: Settings, registry: CollectorRegistry | None = None) -> faust.App:
-    """The worker's Faust app over the configured topics and catalogue; its metrics go to
-    ``registry`` (a private one when not given)."""
-    catalogue = settings.catalogue()
-    make_policy(settings.policy)  # fail at start, not at the first epoch
-    app = faust.App(
+class RateLimitedWorker(faust.Worker):
+    """The Faust worker, its log handlers rate-limited (:mod:`streams.runtime`)."""
+
+    def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
+        super().on_setup_root_logger(logger, level)
+        rate_limit_handlers(logger)
+
+
+def _faust_app(settings: Settings) -> faust.App:
+    return faust.App(
         settings.app_id,
         broker=";".join(f"kafka://{s}" for s in settings.bootstrap_servers.split(",")),
         broker_credentials=_credentials(settings),
@@ -128,129 +215,6 @@ def create_app(settings: Settings, registry: CollectorRegistry | None = None) ->
         datadir=str(settings.data_dir),
         store="memory://",
     )
-    topics = settings.topics
-    boundaries = app.topic(topics.market_boundaries, partitions=1)
-    job_events = app.topic(topics.job_events, partitions=settings.job_partitions)
-    decisions = app.topic(topics.decisions, partitions=settings.job_partitions)
-    dead_letters = app.topic(topics.dead_letters, partitions=1)
-    forecasts = app.topic(topics.forecasts, partitions=settings.market_partitions)
-    metrics = PipelineMetrics(
-        registry or CollectorRegistry(), markets=[m.key for m in catalogue],
-        topics=(topics.market_ticks, topics.market_boundaries, topics.job_events),
-        slot_seconds=settings.slot_seconds, started=time.time())
-
-    async def send(topic: faust.TopicT, key: str, value: bytes, partition: int) -> Any:
-        """Hand a message to the producer; returns its delivery, to await per batch."""
-        return await topic.send(key=key.encode(), value=value, partition=partition)
-
-    markets = PartitionStages(
-        settings, topics.market_ticks,
-        lambda: MarketStage(catalogue, settings.slot_seconds,
-                            max_future_skew=settings.max_future_skew_seconds))
-    coordinators = PartitionStages(settings, topics.market_boundaries,
-                                   lambda: EpochCoordinator(catalogue, settings.slot_seconds))
-    schedulers = PartitionStages(
-        settings, topics.job_events,
-        lambda: PartitionScheduler(catalogue, settings.slot_seconds,
-                                   lambda: metrics.timed(make_policy(settings.policy))))
-
-    async def process(stages: PartitionStages, message: Message,
-                      deliveries: list[Awaitable[Any]]) -> list:
-        """One message through its partition's stage; returns the stage's outputs. Rejected
-        messages are dead-lettered (their deliveries added to ``deliveries``), faults counted."""
-        metrics.consumed(stages.topic)
-        assert message.partition is not None and message.offset is not None
-        driver = await stages.driver(message.partition, message.offset)
-        outcome = driver.process(message)
-        await report(driver.stage.name, outcome, deliveries)
-        return outcome.outputs
-
-    async def report(stage: str, outcome: Outcome, deliveries: list[Awaitable[Any]]) -> None:
-        if outcome.event is not None:
-            metrics.accepted(outcome.event)
-        for fault in outcome.faults:
-            metrics.stage_failed(fault.stage, fault.error)
-            log.error("stage %s: %s: %s", fault.stage, type(fault.error).__name__, fault.error)
-        for rejected in outcome.rejections:
-            letter = dead_letter(rejected)
-            if is_stage_error(rejected.error):
-                metrics.stage_failed(stage, rejected.error)
-                log.error("stage %s raised %s on %s[%s]@%s: %s", stage,
-                          type(rejected.error).__name__, letter.source_topic, letter.partition,
-                          letter.offset, letter.reason)
-            log.warning("dead letter from %s[%s]@%s: %s", letter.source_topic, letter.partition,
-                        letter.offset, letter.reason)
-            metrics.dead_lettered(letter.source_topic, rejected.error)
-            deliveries.append(await send(dead_letters, letter.key, dump_event(letter), 0))
-
-    async def process_event(stages: PartitionStages, event: faust.EventT,
-                            deliveries: list[Awaitable[Any]]) -> list:
-        """:func:`process` for an agent's event (Faust gives timestamps in seconds)."""
-        m = event.message
-        return await process(stages, Message(m.topic, bytes(event.value or b""), m.key,
-                                             m.partition, m.offset, m.timestamp), deliveries)
-
-    async def cut_market_slots(records: Sequence[ConsumerRecord]) -> list[Awaitable[Any]]:
-        """The market stage over a batch of ticks; returns the deliveries of its outputs."""
-        deliveries: list[Awaitable[Any]] = []
-        for record in records:
-            for out in await process(markets, record_message(record), deliveries):
-                if isinstance(out, MarketBoundary):
-                    metrics.market_boundary(out)
-                    deliveries.append(await send(boundaries, out.key, dump_event(out), 0))
-                else:
-                    metrics.market_forecast(out)
-                    deliveries.append(await send(
-                        forecasts, out.key, dump_event(out),
-                        partition_for(out.key, settings.market_partitions)))
-        return deliveries
-
-    app.service(TickConsumer(settings, cut_market_slots, beacon=app.beacon))
-
-    @app.agent(boundaries)
-    async def close_epochs(stream: faust.StreamT) -> None:
-        async with _crash_on_error(app, "coordinator"):
-            async for batch in stream.take_events(BATCH, within=BATCH_WAIT_SECONDS):
-                deliveries = []
-                for event in batch:
-                    for epoch in await process_event(coordinators, event, deliveries):
-                        metrics.epoch_closed(epoch, time.time())
-                        for partition in range(settings.job_partitions):
-                            deliveries.append(
-                                await send(job_events, epoch.key, dump_event(epoch), partition))
-                await asyncio.gather(*deliveries)
-
-    @app.agent(job_events)
-    async def schedule(stream: faust.StreamT) -> None:
-        async with _crash_on_error(app, "scheduler"):
-            async for batch in stream.take_events(BATCH, within=BATCH_WAIT_SECONDS):
-                deliveries = []
-                for event in batch:
-                    made = await process_event(schedulers, event, deliveries)
-                    for decision in made:
-                        deliveries.append(await send(
-                            decisions, decision.key, dump_event(decision),
-                            partition_for(decision.job_id, settings.job_partitions)))
-                    if made:
-                        try:
-                            metrics.scheduled(
-                                schedulers.current(event.message.partition).engine, made,
-                                time.time())
-                        except Exception as exc:  # figures are not worth stopping for
-                            metrics.stage_failed("metrics", exc)
-                            log.error("job metrics: %s: %s", type(exc).__name__, exc)
-                metrics.jobs_to_decide.set(sum(s.jobs_to_decide for s in schedulers.stages()))
-                await asyncio.gather(*deliveries)
-
-    return app
-
-
-class RateLimitedWorker(faust.Worker):
-    """The Faust worker, its log handlers rate-limited (:mod:`streams.runtime`)."""
-
-    def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
-        super().on_setup_root_logger(logger, level)
-        rate_limit_handlers(logger)
 
 
 @contextlib.asynccontextmanager

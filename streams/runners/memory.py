@@ -1,97 +1,136 @@
-"""The worker's stages wired as on Kafka, over in-memory topics.
+"""The in-memory runner: the pipeline declaration (:mod:`streams.pipeline.declaration`) over
+in-memory topics.
 
-Every message is bytes with a key, partitioned by Kafka's partitioner and numbered by offset;
-each stage is fed its partition through a :class:`~streams.pipeline.driver.Driver`, exactly as
-the worker does, and its outputs go round as bytes to the next stage. Tests and
-``run_in_memory`` use it to run the pipeline without a broker, poison included.
+Every message is bytes with a key and headers, partitioned by Kafka's partitioner and numbered
+by offset; each stage is fed its partition through a :class:`~streams.pipeline.driver.Driver`
+exactly as the Kafka runner does, and its outputs go round as bytes to the next stage. Tests,
+``run_in_memory`` and the benchmarks run the pipeline without a broker with it, poison
+included.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from solver.market import Market
-from solver.observation import Policy
-from streams.contract.events import (
+from solver.policies import PolicySpec
+from streams.contract import (
     DeadLetter,
-    EpochClosed,
-    MarketBoundary,
-    MarketForecast,
+    Envelope,
+    JobSubmitted,
     ProvisioningDecision,
+    PublishedForecast,
     dump_event,
+    parse_event,
 )
-from streams.pipeline.coordinator import EpochCoordinator
-from streams.pipeline.driver import Driver, Outcome, dead_letter
-from streams.pipeline.market_stage import DEFAULT_MAX_FUTURE_SKEW_SECONDS, MarketStage
-from streams.pipeline.scheduler import PartitionScheduler
+from streams.contract.headers import Headers
+from streams.kafka.partitions import partition_for
+from streams.pipeline.declaration import (
+    PIPELINE,
+    PipelineConfig,
+    StageSpec,
+    partition_counts,
+    sends,
+    topic_specs,
+)
+from streams.pipeline.driver import Driver, Outcome
 from streams.pipeline.stage import Fault, Message
-from streams.replay import partition_for
+from streams.replay import ReplayEvent
 from streams.settings import Topics
 
 
-class MemoryPipeline:
-    """Market stages, one coordinator and schedulers, with what they published."""
+class Observer(Protocol):
+    """Watches what each message made a stage do (e.g. :class:`streams.metrics.PipelineMetrics`)."""
 
-    def __init__(
-        self,
-        catalogue: Sequence[Market],
-        slot_seconds: float,
-        policy_factory: Callable[[], Policy],
-        job_partitions: int = 1,
-        market_partitions: int = 1,
-        topics: Topics | None = None,
-        max_future_skew: float = DEFAULT_MAX_FUTURE_SKEW_SECONDS,
-    ) -> None:
+    def observe(self, stage: str, message: Message, outcome: Outcome) -> None: ...
+
+
+class MemoryPipeline:
+    """Every stage of :data:`~streams.pipeline.declaration.PIPELINE`, one per partition, and
+    what the stages wrote to the topics no stage reads (decisions, forecasts, dead letters),
+    decoded, with their headers."""
+
+    def __init__(self, config: PipelineConfig, job_partitions: int = 1,
+                 market_partitions: int = 1, topics: Topics | None = None,
+                 observers: Sequence[Observer] = ()) -> None:
         self.topics = topics or Topics()
-        self.partitions = {self.topics.market_ticks: market_partitions,
-                           self.topics.market_boundaries: 1,
-                           self.topics.job_events: job_partitions}
-        self.drivers: dict[tuple[str, int], Driver] = {}
-        for p in range(market_partitions):
-            self.drivers[self.topics.market_ticks, p] = Driver(
-                MarketStage(catalogue, slot_seconds, max_future_skew=max_future_skew))
-        self.drivers[self.topics.market_boundaries, 0] = Driver(
-            EpochCoordinator(catalogue, slot_seconds))
-        for p in range(job_partitions):
-            self.drivers[self.topics.job_events, p] = Driver(
-                PartitionScheduler(catalogue, slot_seconds, policy_factory))
-        self.decisions: list[ProvisioningDecision] = []
-        self.forecasts: list[MarketForecast] = []
-        self.dead_letters: list[DeadLetter] = []
+        self.partitions = partition_counts(
+            topic_specs(self.topics, market_partitions, job_partitions))
+        self.observers = tuple(observers)
+        self.stages: dict[str, StageSpec] = {getattr(self.topics, s.topic): s for s in PIPELINE}
+        self.drivers: dict[tuple[str, int], Driver] = {
+            (topic, p): Driver(spec.make(config))
+            for topic, spec in self.stages.items() for p in range(self.partitions[topic])}
+        self.written: defaultdict[str, list[Envelope]] = defaultdict(list)
+        self.headers: defaultdict[str, list[Headers]] = defaultdict(list)
         self.faults: list[Fault] = []
         self._offsets: defaultdict[tuple[str, int], int] = defaultdict(int)
         self._queue: deque[Message] = deque()
 
-    def send(self, topic: str, value: bytes, key: bytes | None = None,
+    def send(self, topic: str, value: bytes | None, key: bytes | None = None,
              partition: int | None = None) -> None:
-        """Publish a message to ``topic`` (to the partition its key maps to unless given) and
-        run the stages until every message they published was handled."""
-        self._publish(topic, value, key, partition)
+        """Publish a message to ``topic`` (to the partition its key maps to unless given; a
+        ``None`` value is a tombstone) and run the stages until every message they published
+        was handled."""
+        if partition is None:
+            partition = partition_for(key or b"", self.partitions[topic])
+        self._enqueue(topic, partition, key, value)
         while self._queue:
             message = self._queue.popleft()
             assert message.partition is not None
-            self._route(self.drivers[message.topic, message.partition].process(message))
+            spec = self.stages[message.topic]
+            outcome = self.drivers[message.topic, message.partition].process(message)
+            for observer in self.observers:
+                observer.observe(spec.name, message, outcome)
+            self.faults.extend(outcome.faults)
+            for out in sends(spec, outcome, self.topics, self.partitions):
+                self._enqueue(out.topic, out.partition, out.key, out.value)
+                self.headers[out.topic].append(out.headers)
+                if out.topic not in self.stages:
+                    self.written[out.topic].append(parse_event(out.value))
 
-    def _publish(self, topic: str, value: bytes, key: bytes | None,
-                 partition: int | None) -> None:
-        if partition is None:
-            partition = partition_for(key or b"", self.partitions[topic])
-        offset = self._offsets[topic, partition]
-        self._offsets[topic, partition] += 1
-        self._queue.append(Message(topic, value, key, partition, offset))
+    def _enqueue(self, topic: str, partition: int, key: bytes | None,
+                 value: bytes | None) -> None:
+        if topic in self.stages:
+            offset = self._offsets[topic, partition]
+            self._offsets[topic, partition] += 1
+            self._queue.append(Message(topic, value, key, partition, offset))
 
-    def _route(self, outcome: Outcome) -> None:
-        self.dead_letters.extend(dead_letter(r) for r in outcome.rejections)
-        self.faults.extend(outcome.faults)
-        for out in outcome.outputs:
-            value, key = dump_event(out), out.key.encode()
-            if isinstance(out, MarketBoundary):
-                self._publish(self.topics.market_boundaries, value, key, 0)
-            elif isinstance(out, EpochClosed):
-                for partition in range(self.partitions[self.topics.job_events]):
-                    self._publish(self.topics.job_events, value, key, partition)
-            elif isinstance(out, MarketForecast):
-                self.forecasts.append(out)
-            elif isinstance(out, ProvisioningDecision):
-                self.decisions.append(out)
+    @property
+    def decisions(self) -> list[ProvisioningDecision]:
+        return self.written[self.topics.decisions]  # type: ignore[return-value]
+
+    @property
+    def forecasts(self) -> list[PublishedForecast]:
+        return self.written[self.topics.forecasts]  # type: ignore[return-value]
+
+    @property
+    def dead_letters(self) -> list[DeadLetter]:
+        """The dead letters written so far (a consumer may clear the list)."""
+        return self.written[self.topics.dead_letters]  # type: ignore[return-value]
+
+
+def run_in_memory(
+    events: Iterable[ReplayEvent],
+    catalogue: Sequence[Market],
+    slot_seconds: float,
+    policy: PolicySpec | str,
+    partitions: int = 1,
+    market_partitions: int = 1,
+) -> list[ProvisioningDecision]:
+    """All decisions of a ``partitions``-way scheduler fed ``events`` in order, through the
+    pipeline on in-memory topics."""
+    pipeline = MemoryPipeline(
+        PipelineConfig(tuple(catalogue), slot_seconds, _spec(policy)), partitions,
+        market_partitions)
+    for event in events:
+        topic = (pipeline.topics.job_events if isinstance(event, JobSubmitted)
+                 else pipeline.topics.market_ticks)
+        pipeline.send(topic, dump_event(event), event.key.encode())
+    return pipeline.decisions
+
+
+def _spec(policy: PolicySpec | str) -> PolicySpec:
+    return policy if isinstance(policy, PolicySpec) else PolicySpec.parse(policy)

@@ -12,11 +12,11 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from connectors.memory import Holding
 from solver.job import Job
 from solver.market import MarketData, MarketTicks, build_market_data
-from solver.policies import make_policy
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.contract.events import Envelope, ProvisioningDecision, dump_event, parse_event
-from streams.replay import run_in_memory, trace_events
+from streams.contract import Envelope, ProvisioningDecision, dump_event, parse_event
+from streams.replay import trace_events
+from streams.runners.memory import run_in_memory
 from streams.settings import Settings
 
 SLOT = 3600.0
@@ -25,17 +25,17 @@ OTHER_MARKET = "aws/us-west-2/us-west-2a/p3.2xlarge"
 
 
 def decision(job_id: str = "job-1", epoch: int = 480000, market: str = MARKET, spot: int = 0,
-             on_demand: int = 0, revision: int = 0, reason: str | None = None,
-             slot_seconds: float = SLOT) -> ProvisioningDecision:
-    """A decision for slot ``epoch`` (slots since the Unix epoch)."""
-    if reason is None:
-        reason = f"run {spot} spot + {on_demand} on-demand" if spot + on_demand else "idle"
+             on_demand: int = 0, revision: int = 0, release: str | None = None,
+             slot_seconds: float = SLOT, reason: str = "") -> ProvisioningDecision:
+    """A decision for slot ``epoch`` (slots since the Unix epoch): a release with cause
+    ``release``, else a run or an idle by the counts."""
+    action = "release" if release else "run" if spot + on_demand else "idle"
     start = epoch * slot_seconds
     return ProvisioningDecision(
         event_time=start, job_id=job_id, epoch=epoch, slot_start=start,
         slot_seconds=slot_seconds, market=market, spot=spot, on_demand=on_demand,
-        revision=revision, policy="test", expected_cost_usd=0.0, slack_seconds=3600.0,
-        reason=reason)
+        revision=revision, policy="test", action=action, release_cause=release,
+        expected_cost_usd=0.0, slack_seconds=3600.0, reason=reason)
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,7 @@ def replay(seed: int = 2, n_markets: int = 3, days: float = 3, n_jobs: int = 6,
     ticks = synthetic_ticks(SyntheticMarketSpec(seed=seed, n_markets=n_markets, days=days))
     data = build_market_data(ticks, SLOT)
     jobs = generate_jobs(data, n_jobs, WorkloadSpec(seed=seed, workload_range=workload_range))
-    decisions = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT,
-                              lambda: make_policy(policy))
+    decisions = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT, policy)
     return Replay(ticks, data, jobs, decisions)
 
 

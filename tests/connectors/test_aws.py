@@ -20,7 +20,7 @@ from connectors.aws import (
     client_token,
 )
 from connectors.base import FatalError, PermanentError, TransientError
-from streams.contract.events import AvailabilityTick
+from streams.contract import AvailabilityTick
 from tests.connectors.helpers import MARKET, OTHER_MARKET, decision
 
 REGIONS = ("us-east-1", "us-west-2")
@@ -95,7 +95,7 @@ async def test_reconciles_scale_down_moves_across_regions_and_release(connector,
     assert counts(moto_endpoint, "job-1") == {(OTHER_MARKET, "spot"): 2}
     zones = {raw["Placement"]["AvailabilityZone"] for *_, raw in instances(moto_endpoint, "job-1")}
     assert zones == {"us-west-2a"}
-    released = await connector.apply(decision("job-1", epoch=480004, reason="released: finished"))
+    released = await connector.apply(decision("job-1", epoch=480004, release="finished"))
     assert (released.launched, released.terminated) == (0, 2)
     assert counts(moto_endpoint, "job-1") == {}
     assert counts(moto_endpoint, "job-2") == {(MARKET, "on-demand"): 1}

@@ -26,7 +26,7 @@ from connectors.aws import (
     AwsOptions,
 )
 from connectors.memory import Holding, MemoryConnector
-from streams.contract.events import ProvisioningDecision
+from streams.contract import ProvisioningDecision
 from tests.connectors.helpers import committed, final_holdings, publish, replay
 from tests.connectors.runtime_harness import run_until_handled, sample
 

@@ -56,7 +56,7 @@ async def test_a_connector_applies_once_and_leaves_nothing_after_a_release(conne
     for step, changes in enumerate([
         {"spot": 1, "on_demand": 2},
         {"market": OTHER_MARKET, "spot": 2},
-        {"market": OTHER_MARKET, "reason": "released: finished"},
+        {"market": OTHER_MARKET, "release": "finished"},
     ], start=1):
         applied.append(await connector.apply(decision(epoch=epoch + step, **changes)))
     await connector.close()

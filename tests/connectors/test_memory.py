@@ -26,7 +26,7 @@ async def test_memory_connector_holds_the_latest_desired_state_and_plays_its_scr
     moved = await connector.apply(decision(epoch=480001, market=OTHER_MARKET, on_demand=1))
     assert (moved.launched, moved.terminated) == (1, 2)
     assert connector.holdings == {"job-1": Holding(OTHER_MARKET, 0, 1)}
-    await connector.apply(decision(epoch=480002, reason="released: finished"))
+    await connector.apply(decision(epoch=480002, release="finished"))
     assert connector.holdings == {}
     assert (connector.launched, connector.terminated) == (3, 3)
     await connector.close()

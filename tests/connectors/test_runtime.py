@@ -16,7 +16,7 @@ import pytest
 
 from connectors.base import Applied, FatalError, PermanentError, TransientError
 from connectors.memory import MemoryConnector
-from streams.contract.events import (
+from streams.contract import (
     AvailabilityTick,
     DeadLetter,
     JobProgress,

@@ -11,19 +11,21 @@ from connectors.base import PermanentError
 from connectors.sim import KnownJobs, SimConnector
 from connectors.simcloud import SimulatedCloud
 from connectors.store import Journal
-from solver.policies import make_policy
+from solver.policies import PolicySpec, make_policy
 from solver.simulator import simulate
-from streams.contract.events import (
+from streams.contract import (
     AvailabilityTick,
     Envelope,
     JobFinished,
     JobProgress,
-    JobSubmitted,
-    MarketBoundary,
+    PriceTick,
     ProvisioningDecision,
+    dump_event,
+    parse_event,
 )
-from streams.pipeline import EpochCoordinator, MarketStage, PartitionScheduler, RejectedEvent
+from streams.pipeline import PipelineConfig
 from streams.replay import trace_events
+from streams.runners.memory import MemoryPipeline
 from tests.connectors.helpers import SLOT, Replay, decision, replay
 
 
@@ -35,31 +37,26 @@ class Loop:
 
 
 async def closed_loop(run: Replay, policy: str, connector: SimConnector) -> Loop:
-    """The replay through the pipeline stages, every decision through ``connector``, and
-    every observation it reports fed back to the stage that reads its topic."""
-    markets = MarketStage(run.data.markets, SLOT)
-    coordinator = EpochCoordinator(run.data.markets, SLOT)
-    scheduler = PartitionScheduler(run.data.markets, SLOT, lambda: make_policy(policy))
+    """The replay through the pipeline, every decision through ``connector``, and every
+    observation it reports published back to the topic the pipeline reads it from."""
+    pipeline = MemoryPipeline(PipelineConfig(run.data.markets, SLOT, PolicySpec(policy)))
+    topics = pipeline.topics
     loop = Loop([], [], [])
+
+    def publish(event: Envelope) -> None:
+        ticks = isinstance(event, PriceTick | AvailabilityTick)
+        topic = topics.market_ticks if ticks else topics.job_events
+        pipeline.send(topic, dump_event(event), event.key.encode())
+
     for event in trace_events(run.ticks, run.jobs):
-        if isinstance(event, JobSubmitted):
-            scheduler.handle(event)
-            continue
-        for boundary in markets.handle(event):
-            if not isinstance(boundary, MarketBoundary):
-                continue
-            for epoch in coordinator.handle(boundary):
-                for made in scheduler.handle(epoch):
-                    loop.decisions.append(made)
-                    for reported in (await connector.apply(made)).events:
-                        loop.reported.append(reported)
-                        try:
-                            if isinstance(reported, AvailabilityTick):
-                                markets.handle(reported)
-                            else:
-                                scheduler.handle(reported)
-                        except RejectedEvent as exc:
-                            loop.rejected.append((reported, str(exc)))
+        publish(event)
+        while len(loop.decisions) < len(pipeline.decisions):
+            made = pipeline.decisions[len(loop.decisions)]
+            loop.decisions.append(made)
+            for reported in (await connector.apply(made)).events:
+                loop.reported.append(reported)
+                publish(reported)
+    loop.rejected = [(parse_event(d.original()), d.reason) for d in pipeline.dead_letters]
     return loop
 
 
@@ -160,6 +157,6 @@ def test_a_release_at_the_markets_end_settles_the_last_slot(run, cloud):
     end = epoch_of(run, last + 1)
     with pytest.raises(PermanentError, match="nothing runs after it"):
         cloud.apply(decision(epoch=end, market=key, on_demand=1))
-    released = cloud.apply(decision(epoch=end, market=key, reason="released: deadline passed"))
+    released = cloud.apply(decision(epoch=end, market=key, release="deadline_missed"))
     assert [type(e) for e in released.events] == [JobProgress]
     assert released.events[0].event_time.timestamp() == run.data.slot_start(last + 1)

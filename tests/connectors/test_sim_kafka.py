@@ -16,7 +16,7 @@ from solver.policies import make_policy
 from solver.simulator import simulate
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.contract.events import AvailabilityTick, JobFinished, JobProgress
+from streams.contract import AvailabilityTick, JobFinished, JobProgress
 from streams.kafka.clients import publish_replay
 from streams.replay import trace_events
 from tests.connectors.helpers import SLOT, read_all

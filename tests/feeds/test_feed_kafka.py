@@ -19,7 +19,7 @@ from solver.market import Market, MarketTicks, build_market_data
 from solver.policies import make_policy
 from solver.synthetic import SYNTHETIC_START, SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.contract.events import (
+from streams.contract import (
     AvailabilityTick,
     JobSubmitted,
     PriceTick,
@@ -29,9 +29,11 @@ from streams.contract.events import (
 from streams.feeds.base import PriceChange
 from streams.feeds.planner import FeedGrid, is_feed_tick, plan
 from streams.kafka.clients import publish_job_events
+from streams.kafka.partitions import partition_for
 from streams.kafka.topics import ensure_topics
 from streams.pipeline import decision_rows
-from streams.replay import partition_for, run_in_memory, trace_events
+from streams.replay import submission, trace_events
+from streams.runners.memory import run_in_memory
 from tests.feeds.spot_history import SeededHistory
 from tests.kafka.pipeline_harness import REPO, Pipeline
 
@@ -108,7 +110,7 @@ def test_aws_prices_reach_a_worker_and_a_restarted_feed_repeats_and_skips_nothin
     jobs = generate_jobs(build_market_data(trace, SLOT), 6,
                          WorkloadSpec(seed=3, workload_range=(2.0, 10.0)))
     asyncio.run(publish_job_events(pipeline.settings,
-                                   [JobSubmitted.from_job(j, j.release) for j in jobs]))
+                                   [submission(j, j.release) for j in jobs]))
     pipeline.wait_until_joined(pipeline.start_worker())
 
     crashed = feed(pipeline, moto_endpoint, "--crash-after-ticks", "211")

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solver.market import Market
-from streams.contract.events import AvailabilityTick, PriceTick
+from streams.contract import AvailabilityTick, PriceTick
 from streams.feeds.base import PriceChange
 from streams.feeds.planner import AVAILABILITY, PRICE, FeedGrid, plan, position
 from streams.pipeline import MarketStage

@@ -15,10 +15,10 @@ from pathlib import Path
 from aiokafka import AIOKafkaProducer
 
 from solver.market import Market
-from streams.contract.events import DeadLetter, Envelope, ProvisioningDecision
+from streams.contract import DeadLetter, Envelope, ProvisioningDecision
 from streams.kafka.clients import read_events
+from streams.kafka.partitions import partition_for
 from streams.pipeline import decision_rows
-from streams.replay import partition_for
 from streams.settings import Settings, Topics, write_catalogue
 
 REPO = Path(__file__).resolve().parents[2]

@@ -22,7 +22,7 @@ from connectors.metrics import ConnectorMetrics
 from connectors.runtime import ConnectorRuntime, RuntimeOptions
 from connectors.store import AppliedKeys
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from streams.contract.events import JobProgress, ProvisioningDecision, dump_event
+from streams.contract import JobProgress, ProvisioningDecision, dump_event
 from streams.kafka.devkafka import KafkaBroker, fetch_jars, kafka_home
 from streams.kafka.topics import ensure_topics
 from streams.settings import Settings, Topics

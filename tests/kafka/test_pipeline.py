@@ -12,7 +12,7 @@ import pytest
 from solver.market import build_market_data
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.contract.events import JobSubmitted, PriceTick, dump_event
+from streams.contract import JobSubmitted, PriceTick, dump_event
 from streams.kafka.clients import publish_replay
 from streams.pipeline import decision_rows
 from streams.replay import trace_events

@@ -19,7 +19,7 @@ import pytest
 
 from solver.market import build_market_data
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from streams.contract.events import JobCancelled, JobSubmitted, parse_event
+from streams.contract import JobCancelled, JobSubmitted, parse_event
 from streams.kafka.devkafka import KafkaBroker, fetch_jars, kafka_home
 from streams.pipeline import decision_rows
 from streams.settings import Settings

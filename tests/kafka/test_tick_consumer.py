@@ -10,11 +10,12 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from streams.contract.events import MarketBoundary, dump_event
+from streams.contract import MarketBoundary, dump_event
 from streams.kafka.clients import publish_replay
+from streams.kafka.partitions import partition_for
 from streams.kafka.topics import ensure_topics
 from streams.pipeline import MarketStage
-from streams.replay import partition_for, trace_events
+from streams.replay import trace_events
 from streams.runners.tick_consumer import TickConsumer, group_id
 from streams.settings import Settings, Topics
 from tests.kafka.pipeline_harness import Pipeline, wait_for

@@ -1,35 +1,35 @@
-"""The worker's metrics: pure figures, and the registry fed by the in-memory pipeline stages."""
+"""The worker's metrics: pure figures, and the registry fed by the in-memory pipeline."""
 
 from __future__ import annotations
 
 import doctest
+import itertools
 import math
 
-import numpy as np
 import pytest
 from prometheus_client import CollectorRegistry
 
 import streams.metrics
-from solver.decision import explain
 from solver.engine import JobState
 from solver.job import Allocation, Job
-from solver.market import Market, build_market_data
-from solver.observation import JobView, Observation
-from solver.policies import make_policy
+from solver.market import build_market_data
+from solver.observation import JobView
+from solver.policies import PolicySpec
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from streams.contract.events import EventError, JobCancelled, JobSubmitted, MarketBoundary
+from streams.contract import EventError, JobCancelled, JobSubmitted, dump_event
 from streams.metrics import (
     PipelineMetrics,
     deadline_risk,
     epoch_lag,
     job_figures,
-    job_outcome,
     projected_completion,
     reason_kind,
 )
-from streams.pipeline import EpochCoordinator, MarketStage, PartitionScheduler, RejectedEvent
+from streams.pipeline import PipelineConfig, RejectedEvent
+from streams.pipeline.driver import Outcome
+from streams.pipeline.stage import Message, Rejection
 from streams.replay import trace_events
-from tests.solver.helpers import cold_outlooks
+from streams.runners.memory import MemoryPipeline
 
 H = 3600.0
 
@@ -64,43 +64,34 @@ def test_deadline_risk_counts_the_restart_overhead():
 
 def test_projected_completion_runs_on_or_waits_for_the_next_boundary():
     job = make_job(restart_overhead=600.0)
-    assert projected_completion(job, 4.0, 100.0, 2, 600.0, H) == 100.0 + 600.0 + 2 * H
-    assert projected_completion(job, 4.0, 100.0, 1, 0.0, H) == 100.0 + 4 * H
-    assert projected_completion(job, 4.0, 100.0, 0, 0.0, H) == 100.0 + H + 600.0 + 2 * H
+    assert projected_completion(job, 4.0, 100.0, 2, 600.0, H) == pytest.approx(
+        100.0 + 600.0 + 2 * H)
+    assert projected_completion(job, 4.0, 100.0, 1, 0.0, H) == pytest.approx(100.0 + 4 * H)
+    assert projected_completion(job, 4.0, 100.0, 0, 0.0, H) == pytest.approx(
+        100.0 + H + 600.0 + 2 * H)
 
 
 def test_job_figures_pay_the_overhead_only_when_the_allocation_changes():
     job = make_job(restart_overhead=900.0)
-    state = JobState(job=job, remaining=4.0, pending_overhead=300.0, held=Allocation(0, 1, 0),
-                     cost=12.5)
-    same = job_figures(state, Allocation(0, 1, 0), 2 * H, H)
-    moved = job_figures(state, Allocation(1, 1, 0), 2 * H, H)
-    assert same.projected_completion == 2 * H + 300.0 + 4 * H
-    assert moved.projected_completion == 2 * H + 900.0 + 4 * H
+    view = JobView(job, remaining=4.0, pending_overhead=300.0, current=Allocation(0, 1, 0),
+                   cost=12.5)
+    same = job_figures(view, Allocation(0, 1, 0), 2 * H, H)
+    moved = job_figures(view, Allocation(1, 1, 0), 2 * H, H)
+    assert same.projected_completion == pytest.approx(2 * H + 300.0 + 4 * H)
+    assert moved.projected_completion == pytest.approx(2 * H + 900.0 + 4 * H)
     assert same.cost_usd == 12.5 and same.remaining_work == 4.0
     assert same.deadline_risk == pytest.approx((900.0 + 2 * H) / (18 * H))
-
-
-def test_job_figures_slack_is_the_decisions_slack():
-    job = make_job(restart_overhead=450.0)
-    market = Market.parse_key("aws/r/z/t", 3.0)
-    obs = Observation(slot=3, time=3 * H, slot_seconds=H, markets=(market,),
-                      price_history=np.zeros((1, 3)), availability_history=np.zeros((1, 3)),
-                      price_now=np.array([1.0]), availability_now=np.array([2]),
-                      jobs=(JobView(job, 7.0, 0.0, None),), outlooks=cold_outlooks(1))
-    allocation = Allocation(0, 1, 1)
-    expected = explain(obs, obs.jobs[0], allocation).slack_seconds
-    state = JobState(job=job, remaining=7.0)
-    assert job_figures(state, allocation, 3 * H, H).slack_seconds == pytest.approx(expected)
+    assert same.slack_seconds == job.slack(2 * H, 4.0) == pytest.approx(
+        20 * H - 2 * H - 900.0 - 2 * H)
 
 
 def test_job_outcomes():
     job = make_job()
-    assert job_outcome(JobState(job, 1.0, finished=True, cancelled=True)) == "cancelled"
-    assert job_outcome(JobState(job, 0.0, completion=19 * H, finished=True)) == "finished"
-    assert job_outcome(JobState(job, 0.0, completion=21 * H, finished=True)) == "deadline_missed"
-    assert job_outcome(JobState(job, 3.0, finished=True)) == "deadline_missed"
-    assert job_outcome(JobState(job, 3.0, finished=True, failure="no plan")) == "failed"
+    assert JobState(job, 1.0, finished=True, cancelled=True).outcome == "cancelled"
+    assert JobState(job, 0.0, completion=19 * H, finished=True).outcome == "finished"
+    assert JobState(job, 0.0, completion=21 * H, finished=True).outcome == "deadline_missed"
+    assert JobState(job, 3.0, finished=True).outcome == "deadline_missed"
+    assert JobState(job, 3.0, finished=True, failure="no plan").outcome == "failed"
 
 
 def test_reason_kinds_and_epoch_lag():
@@ -118,7 +109,8 @@ def market():
 
 
 def test_the_registry_follows_the_pipeline(market):
-    """Stages driven as the agents drive them; every figure read back from the registry."""
+    """The in-memory pipeline observed by the metrics; every figure read back from the
+    registry."""
     ticks, data = market
     start, end = data.origin, data.slot_start(data.n_slots)
     jobs = [
@@ -131,8 +123,9 @@ def test_the_registry_follows_the_pipeline(market):
     ]
     registry = CollectorRegistry()
     keys = [m.key for m in data.markets]
+    clock = itertools.count(1000.0)
     metrics = PipelineMetrics(registry, markets=keys, topics=("ticks",), slot_seconds=H,
-                              started=123.0)
+                              started=123.0, clock=lambda: next(clock))
 
     def value(name: str, **labels: str) -> float | None:
         return registry.get_sample_value(name, labels)
@@ -141,72 +134,64 @@ def test_the_registry_follows_the_pipeline(market):
     assert value("spotsched_last_epoch_closed_timestamp_seconds") == 123.0
     assert value("spotsched_last_decision_timestamp_seconds") == 123.0
     assert value("spotsched_dead_letters_total", topic="ticks", reason_kind="invalid") == 0.0
-    stage = MarketStage(data.markets, H)
-    coordinator = EpochCoordinator(data.markets, H)
-    scheduler = PartitionScheduler(data.markets, H, lambda: metrics.timed(make_policy("greedy")))
-    epochs = 0
-    for event in trace_events(ticks, jobs):
-        metrics.consumed("ticks")
-        if isinstance(event, JobSubmitted):
-            scheduler.handle(event)
-            continue
-        outputs = stage.handle(event)
-        metrics.accepted(event)
-        for out in outputs:
-            if not isinstance(out, MarketBoundary):
-                metrics.market_forecast(out)
-                continue
-            metrics.market_boundary(out)
-            for epoch in coordinator.handle(out):
-                epochs += 1
-                metrics.epoch_closed(epoch, 1000.0 + epochs)
-                if epochs == 12:
-                    scheduler.handle(JobCancelled(event_time=epoch.event_time,
-                                                  job_id="dropped"))
-                decisions = scheduler.handle(epoch)
-                metrics.scheduled(scheduler.engine, decisions, 2000.0 + epochs)
-                for d in decisions:
-                    if value("spotsched_job_slack_seconds", job_id=d.job_id) is not None:
-                        assert value("spotsched_job_slack_seconds", job_id=d.job_id) == \
-                            pytest.approx(d.slack_seconds)
-    doomed = scheduler.engine.job_state("doomed")
+    pipeline = MemoryPipeline(
+        PipelineConfig(data.markets, H, PolicySpec("greedy"), timed=metrics.timed),
+        observers=[metrics])
+    cancel = JobCancelled(event_time=start + 11 * H, job_id="dropped")
+    events = sorted([*trace_events(ticks, jobs), cancel],
+                    key=lambda e: (e.event_time, not isinstance(e, JobSubmitted)))
+    for event in events:
+        ticking = not isinstance(event, JobSubmitted | JobCancelled)
+        topic = pipeline.topics.market_ticks if ticking else pipeline.topics.job_events
+        pipeline.send(topic, dump_event(event), event.key.encode())
+        decided = pipeline.decisions[-3:]
+        for d in decided:
+            slack = value("spotsched_job_slack_seconds", job_id=d.job_id)
+            assert slack is None or slack == pytest.approx(d.slack_seconds)
+    doomed = [d for d in pipeline.decisions if d.job_id == "doomed"][-1]
     assert value("spotsched_job_deadline_risk_ratio", job_id="doomed") == 1.0
-    assert value("spotsched_job_slack_seconds", job_id="doomed") < 0
-    assert value("spotsched_job_remaining_work_units", job_id="doomed") == doomed.remaining
-    assert value("spotsched_job_cost_usd", job_id="doomed") == pytest.approx(doomed.cost)
-    assert doomed.cost > 0
+    assert value("spotsched_job_slack_seconds", job_id="doomed") == doomed.slack_seconds < 0
+    assert 0 < value("spotsched_job_remaining_work_units", job_id="doomed") < 500.0
+    assert value("spotsched_job_cost_usd", job_id="doomed") > 0
     assert value("spotsched_job_projected_completion_timestamp_seconds",
-                 job_id="doomed") > doomed.job.hard_deadline
+                 job_id="doomed") > jobs[0].hard_deadline
     for gone in ("quick", "dropped"):
         assert value("spotsched_job_deadline_risk_ratio", job_id=gone) is None
-    assert value("spotsched_jobs_active") == 1.0
+    epochs = sum(1 for d in pipeline.decisions if d.job_id == "doomed")
+    assert value("spotsched_jobs_active") == 1.0 == value("spotsched_jobs_to_decide")
     assert value("spotsched_jobs_ended_total", outcome="finished") == 1.0
     assert value("spotsched_jobs_ended_total", outcome="cancelled") == 1.0
     assert value("spotsched_jobs_ended_total", outcome="deadline_missed") == 0.0
-    assert value("spotsched_solve_seconds_count") == epochs
-    assert value("spotsched_decisions_emitted_total") >= epochs
-    assert value("spotsched_events_consumed_total", topic="ticks") > epochs
-    assert value("spotsched_last_epoch_closed_timestamp_seconds") == 1000.0 + epochs
-    assert value("spotsched_last_decision_timestamp_seconds") == 2000.0 + epochs
+    assert value("spotsched_solve_seconds_count") >= epochs
+    assert value("spotsched_decisions_emitted_total") == len(pipeline.decisions)
+    assert value("spotsched_events_consumed_total", topic=pipeline.topics.market_ticks) > epochs
+    assert value("spotsched_last_decision_timestamp_seconds") > value(
+        "spotsched_last_epoch_closed_timestamp_seconds") > 1000.0
     assert 0.0 <= value("spotsched_epoch_lag_seconds") < 2 * H
     assert value("spotsched_slot_seconds") == H
-    last = ticks[0]
+    last = pipeline.forecasts[-1]
     assert value("spotsched_market_spot_price_usd_per_hour", market=keys[0]) in \
-        last.prices.tolist()
+        ticks[0].prices.tolist()
     assert value("spotsched_market_spot_available_instances", market=keys[0]) >= 0
-    assert value("spotsched_market_price_forecast_error_ratio", market=keys[0]) < 1
-    assert 0 <= value("spotsched_market_availability_forecast_brier_score", market=keys[0]) <= 1
+    assert value("spotsched_market_price_forecast_error_ratio", market=last.market) == \
+        last.price_error / 100 < 1
+    assert value("spotsched_market_availability_forecast_brier_score", market=last.market) == \
+        last.availability_error
 
 
 def test_dead_letters_count_by_topic_and_kind():
     registry = CollectorRegistry()
     metrics = PipelineMetrics(registry, markets=[], topics=("a", "b"), slot_seconds=H,
                               started=0.0)
-    metrics.dead_lettered("a", EventError("bad"))
-    metrics.dead_lettered("a", RejectedEvent("late"))
-    metrics.dead_lettered("a", RejectedEvent("late"))
-    metrics.dead_lettered("b", KeyError("bug"))
-    metrics.stage_failed("scheduler", KeyError("bug"))
+
+    def reject(topic: str, error: Exception) -> None:
+        message = Message(topic, b"x", b"k", 0, 0)
+        metrics.observe("scheduler", message, Outcome(rejections=[Rejection(message, error)]))
+
+    reject("a", EventError("bad"))
+    reject("a", RejectedEvent("late"))
+    reject("a", RejectedEvent("late"))
+    reject("b", KeyError("bug"))
     counts = {(s.labels["topic"], s.labels["reason_kind"]): s.value
               for family in registry.collect() if family.name == "spotsched_dead_letters"
               for s in family.samples if s.name.endswith("_total")}

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from solver.decision import Departure
 from solver.engine import Engine, History
 from solver.job import Allocation
 from solver.policies.baselines import OnDemandOnly
@@ -40,20 +41,24 @@ def test_cancel_and_progress_reports_change_what_remains():
     engine = Engine(data.markets, 0.0, HOUR, OnDemandOnly())
     engine.add_job(job("a", workload=4.0, soft=6 * HOUR))
     engine.add_job(job("b", workload=4.0, soft=6 * HOUR))
-    assert engine.decide(data.price[:, 0], data.availability[:, 0]) == {
+    assert engine.decide(data.price[:, 0], data.availability[:, 0]).allocations == {
         "a": Allocation(0, 0, 1), "b": Allocation(0, 0, 1)}
     engine.settle(data.price[:, 0], data.availability[:, 0])
     engine.cancel_job("b")
     engine.report_progress("a", work_done=3.5, remaining=None)
-    engine.decide(data.price[:, 1], data.availability[:, 1])
+    decided = engine.decide(data.price[:, 1], data.availability[:, 1])
+    assert decided.departures == {"b": Departure(0, "cancelled")}
     engine.settle(data.price[:, 1], data.availability[:, 1])
+    assert engine.decide(data.price[:, 2], data.availability[:, 2]).departures == {
+        "a": Departure(0, "finished")}
+    engine.settle(data.price[:, 2], data.availability[:, 2])
     a, b = engine.results()
     assert a.completion == pytest.approx(1.5 * HOUR) and a.utility == pytest.approx(-6.0)
     assert b.cancelled and b.cost == pytest.approx(3.0) and b.completion is None
     with pytest.raises(ValueError, match="job id='zz': expected a known job"):
         engine.cancel_job("zz")
     with pytest.raises(RuntimeError, match="not decided"):
-        engine.settle(data.price[:, 2], data.availability[:, 2])
+        engine.settle(data.price[:, 3], data.availability[:, 3])
     with pytest.raises(ValueError, match="duplicate"):
         engine.add_job(job("a", workload=1.0, soft=6 * HOUR))
     with pytest.raises(ValueError, match="allowed_markets"):

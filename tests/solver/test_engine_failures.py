@@ -45,13 +45,15 @@ def test_without_isolation_a_failing_policy_stops_the_slot():
 def test_the_culprit_is_failed_and_the_others_are_decided_together(policy):
     e = engine(policy)
     decided = e.decide(*NOW)
-    assert decided == {"a": Allocation(0, 0, 1), "c": Allocation(0, 0, 1)}
-    assert list(e.failures) == ["b"]
-    assert "failed on it" in e.failures["b"]
+    assert decided.allocations == {"a": Allocation(0, 0, 1), "c": Allocation(0, 0, 1)}
+    (failed,) = decided.departures.values()
+    assert list(decided.departures) == ["b"] and failed.outcome == "failed"
+    assert "failed on it" in failed.reason
     state = e.job_state("b")
-    assert state.finished and state.failure == e.failures["b"] and state.held is None
+    assert state.finished and state.failure == failed.reason and state.held is None
+    assert state.outcome == "failed"
     assert policy.calls[-1] == ["a", "c"]
-    assert [v.id for v in e.last_observation.jobs] == ["a", "c"]
+    assert [v.id for v in decided.observation.jobs] == ["a", "c"]
     e.settle(np.array([1.0]), np.array([4]))
     assert e.job_state("b").cost == 0.0 and e.job_state("a").cost > 0
     assert [s.job.id for s in e.active()] == ["a", "c"]
@@ -60,8 +62,9 @@ def test_the_culprit_is_failed_and_the_others_are_decided_together(policy):
 def test_when_only_the_whole_fails_each_job_runs_what_it_was_answered_alone():
     policy = Picky(together=2)
     e = engine(policy)
-    assert e.decide(*NOW) == {k: Allocation(0, 0, 1) for k in "abc"}
-    assert e.failures == {}
+    decided = e.decide(*NOW)
+    assert decided.allocations == {k: Allocation(0, 0, 1) for k in "abc"}
+    assert decided.departures == {}
 
 
 def test_a_failed_job_can_be_failed_only_once_and_a_finished_one_not_at_all():

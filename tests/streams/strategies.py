@@ -5,17 +5,14 @@ from __future__ import annotations
 import base64
 import string
 from datetime import UTC, datetime, timedelta
+from functools import cache
 
 from hypothesis import strategies as st
 
-from streams.contract.events import (
-    MAX_AVAILABLE,
-    MAX_INSTANCES,
-    MAX_OVERHEAD_SECONDS,
-    MAX_PRICE,
-    MAX_SLOT_SECONDS,
-    MIN_PRICE,
-    MIN_SLOT_SECONDS,
+from solver.forecast.models import MarketModels
+from solver.market import build_market_data
+from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
+from streams.contract import (
     AvailabilityTick,
     DeadLetter,
     Envelope,
@@ -25,9 +22,20 @@ from streams.contract.events import (
     JobProgress,
     JobSubmitted,
     MarketBoundary,
-    MarketForecast,
+    MarketView,
+    Outlook,
     PriceTick,
     ProvisioningDecision,
+    PublishedForecast,
+)
+from streams.contract.fields import (
+    MAX_AVAILABLE,
+    MAX_INSTANCES,
+    MAX_OVERHEAD_SECONDS,
+    MAX_PRICE,
+    MAX_SLOT_SECONDS,
+    MIN_PRICE,
+    MIN_SLOT_SECONDS,
 )
 
 times = st.datetimes(
@@ -102,41 +110,49 @@ job_cancelled = st.builds(
     JobCancelled, event_time=times, job_id=job_ids, reason=st.none() | texts
 )
 job_finished = st.builds(JobFinished, event_time=times, job_id=job_ids)
-decisions = st.builds(
-    ProvisioningDecision,
-    event_time=times,
-    job_id=job_ids,
-    epoch=counts,
-    slot_start=times,
-    slot_seconds=slot_lengths,
-    market=market_keys,
-    spot=instances,
-    on_demand=instances,
-    revision=counts,
-    policy=names,
-    expected_cost_usd=amounts,
-    slack_seconds=st.floats(-1e7, 1e7),
-    forecast=st.none() | st.dictionaries(names, st.floats(-1e6, 1e6), max_size=4),
-    reason=texts,
+market_views = st.builds(
+    MarketView,
+    spot_price_now=prices,
+    spot_available_now=available,
+    on_demand_price=prices,
+    price_forecast=st.none() | st.floats(-1e6, 1e6),
+    capacity_probability=st.none() | st.floats(0, 1),
 )
-dead_letters = st.builds(
-    DeadLetter,
-    event_time=times,
-    raw=texts,
-    source_topic=names,
-    partition=st.none() | counts,
-    offset=st.none() | counts,
-    reason=texts,
-    error_type=names,
-) | st.builds(
-    DeadLetter,
-    event_time=times,
-    raw=st.binary(max_size=40).map(lambda b: base64.b64encode(b).decode()),
-    raw_encoding=st.just("base64"),
-    source_topic=names,
-    reason=texts,
-    error_type=names,
-)
+
+
+@st.composite
+def decisions(draw: st.DrawFn) -> ProvisioningDecision:
+    action = draw(st.sampled_from(["run", "idle", "release"]))
+    spot = draw(instances) if action == "run" else 0
+    on_demand = draw(instances.filter(lambda n: n > 0) if action == "run" and not spot
+                     else instances if action == "run" else st.just(0))
+    return ProvisioningDecision(
+        event_time=draw(times), job_id=draw(job_ids), epoch=draw(counts),
+        slot_start=draw(times), slot_seconds=draw(slot_lengths), market=draw(market_keys),
+        spot=spot, on_demand=on_demand, revision=draw(counts), policy=draw(names),
+        action=action,
+        release_cause=draw(st.sampled_from(["finished", "cancelled", "deadline_missed",
+                                            "failed"])) if action == "release" else None,
+        expected_cost_usd=draw(amounts), slack_seconds=draw(st.floats(-1e7, 1e7)),
+        market_view=None if action == "release" else draw(st.none() | market_views),
+        reason=draw(texts))
+
+
+encoded = st.one_of(
+    st.tuples(texts, st.just("text")),
+    st.tuples(st.binary(max_size=40).map(lambda b: base64.b64encode(b).decode()),
+              st.just("base64")))
+
+
+@st.composite
+def dead_letters(draw: st.DrawFn) -> DeadLetter:
+    raw, raw_encoding = draw(st.none() | encoded) or (None, "text")
+    key, key_encoding = draw(st.none() | encoded) or (None, "text")
+    return DeadLetter(
+        event_time=draw(times), raw=raw, raw_encoding=raw_encoding, source_topic=draw(names),
+        source_key=key, source_key_encoding=key_encoding, partition=draw(st.none() | counts),
+        offset=draw(st.none() | counts), reason=draw(texts), error_type=draw(names))
+
 
 market_boundaries = st.builds(
     MarketBoundary,
@@ -150,8 +166,19 @@ market_boundaries = st.builds(
 )
 
 
+@cache
+def real_outlooks() -> tuple[Outlook, ...]:
+    """Outlooks a forecaster made on a synthetic market, after 0 to 200 slots."""
+    data = build_market_data(synthetic_ticks(SyntheticMarketSpec(seed=1, n_markets=2, days=9)),
+                             3600.0)
+    models = MarketModels(2, data.origin, data.slot_seconds)
+    return tuple(Outlook.model_validate(
+        models.outlooks(data.price[:, :t], data.availability[:, :t], data.origin)[m].to_wire())
+        for t in (0, 1, 30, 200) for m in range(2))
+
+
 market_forecasts = st.builds(
-    MarketForecast,
+    PublishedForecast,
     event_time=times,
     market=market_keys,
     slot_seconds=slot_lengths,
@@ -159,6 +186,7 @@ market_forecasts = st.builds(
     availability=st.lists(st.none() | st.floats(0, 1), max_size=6).map(tuple),
     price_error=st.none() | amounts,
     availability_error=st.none() | amounts,
+    outlook=st.none() | st.deferred(lambda: st.sampled_from(real_outlooks())),
 )
 
 
@@ -186,8 +214,8 @@ BY_TYPE: dict[str, st.SearchStrategy[Envelope]] = {
     "job_progress": job_progress,
     "job_cancelled": job_cancelled,
     "job_finished": job_finished,
-    "provisioning_decision": decisions,
-    "dead_letter": dead_letters,
+    "provisioning_decision": decisions(),
+    "dead_letter": dead_letters(),
     "market_boundary": market_boundaries,
     "market_forecast": market_forecasts,
     "epoch_closed": epochs(),

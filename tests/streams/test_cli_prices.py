@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from streams.cli import app
+from streams.traces import load_traces
 
 runner = CliRunner()
 
@@ -103,8 +104,8 @@ def test_connector_sim_prices_its_traces(trace: Path, tmp_path: Path):
 
     unpriced = invoke("connector", "sim", "--trace", str(trace), "--data-dir", str(tmp_path))
     assert unpriced.exit_code == 2 and f"--on-demand-price {TYPE}=" in message(unpriced)
-    connector = build_connector(
-        Settings(data_dir=tmp_path),
-        WorkerOptions(name="sim", sim_traces=(trace,), sim_on_demand_prices={TYPE: 29.39}))
+    ticks = load_traces([trace], on_demand_prices={TYPE: 29.39})
+    connector = build_connector(Settings(data_dir=tmp_path),
+                                WorkerOptions(name="sim", sim_ticks=tuple(ticks)))
     assert [m.key for m in connector.cloud.data.markets] == [KEY]
     assert connector.cloud.data.markets[0].on_demand_price == 29.39

@@ -16,24 +16,26 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver.market import build_market_data
-from solver.policies import make_policy
+from solver.policies import PolicySpec
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.contract.events import (
-    MAX_AVAILABLE,
-    MAX_INSTANCES,
-    MAX_OVERHEAD_SECONDS,
+from streams.contract import (
     MAX_PRICE,
-    MAX_USD,
-    MAX_WORKLOAD,
-    MIN_PRICE,
-    MIN_THROUGHPUT,
     DeadLetter,
     JobSubmitted,
     dump_event,
     parse_event,
 )
-from streams.pipeline import decision_rows
+from streams.contract.fields import (
+    MAX_AVAILABLE,
+    MAX_INSTANCES,
+    MAX_OVERHEAD_SECONDS,
+    MAX_USD,
+    MAX_WORKLOAD,
+    MIN_PRICE,
+    MIN_THROUGHPUT,
+)
+from streams.pipeline import PipelineConfig, decision_rows
 from streams.pipeline.driver import is_stage_error
 from streams.pipeline.stage import first_boundary
 from streams.replay import trace_events
@@ -44,6 +46,10 @@ SLOT = 3600.0
 TOPICS = Topics()
 TICKS, JOBS, BOUNDARIES = TOPICS.market_ticks, TOPICS.job_events, TOPICS.market_boundaries
 PARTITIONS = {"job_partitions": 2, "market_partitions": 2}
+
+
+def greedy(data) -> PipelineConfig:
+    return PipelineConfig(data.markets, SLOT, PolicySpec("greedy"))
 
 
 @cache
@@ -60,7 +66,7 @@ def replay():
 
 
 def run(data, messages) -> MemoryPipeline:
-    pipeline = MemoryPipeline(data.markets, SLOT, lambda: make_policy("greedy"), **PARTITIONS)
+    pipeline = MemoryPipeline(greedy(data), **PARTITIONS)
     for topic, key, value in messages:
         pipeline.send(topic, value, key)
     return pipeline
@@ -279,7 +285,7 @@ def test_a_flood_of_poison_keeps_memory_bounded():
     data, messages, expected = replay()
     tracemalloc.start()
     try:
-        pipeline = MemoryPipeline(data.markets, SLOT, lambda: make_policy("greedy"),
+        pipeline = MemoryPipeline(greedy(data),
                                   **PARTITIONS)
         for n, (topic, key, value) in enumerate(messages):
             pipeline.send(topic, value, key)

@@ -5,14 +5,14 @@ from solver.policies import make_policy
 from solver.simulator import simulate
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.contract.events import (
+from streams.contract import (
     AvailabilityTick,
     JobCancelled,
-    JobSubmitted,
     MarketBoundary,
-    MarketForecast,
     PriceTick,
+    PublishedForecast,
 )
+from streams.kafka.partitions import partition_for
 from streams.pipeline import (
     EpochCoordinator,
     MarketStage,
@@ -21,7 +21,8 @@ from streams.pipeline import (
     decision_rows,
     epoch_index,
 )
-from streams.replay import partition_for, run_in_memory, trace_events
+from streams.replay import submission, trace_events
+from streams.runners.memory import run_in_memory
 
 SLOT = 3600.0
 
@@ -45,15 +46,14 @@ def market():
 @pytest.mark.parametrize("policy", ["on-demand", "greedy", "uniform-progress"])
 def test_streaming_stages_decide_exactly_like_the_simulator(market, policy):
     ticks, data, jobs = market
-    streamed = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT,
-                             lambda: make_policy(policy))
+    streamed = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT, policy)
     assert decision_rows(streamed) == simulated_rows(data, jobs, policy)
 
 
 def test_partitions_plan_independently_like_separate_simulations(market):
     ticks, data, jobs = market
-    streamed = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT,
-                             lambda: make_policy("greedy"), partitions=3)
+    streamed = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT, "greedy",
+                             partitions=3)
     expected = sorted(
         row
         for p in range(3)
@@ -65,9 +65,8 @@ def test_partitions_plan_independently_like_separate_simulations(market):
 
 def test_every_job_gets_a_release_decision_when_it_leaves(market):
     ticks, data, jobs = market
-    streamed = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT,
-                             lambda: make_policy("greedy"))
-    released = {d.job_id for d in streamed if d.reason.startswith("released")}
+    streamed = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT, "greedy")
+    released = {d.job_id for d in streamed if d.action == "release"}
     assert released == {j.id for j in jobs}
     keys = [d.idempotency_key for d in streamed]
     assert len(keys) == len(set(keys))
@@ -98,7 +97,7 @@ def test_unknown_markets_late_ticks_and_past_deadlines_are_rejected(market):
             break
     late_job = jobs[0]
     with pytest.raises(RejectedEvent, match=r"hard_deadline=.*expected a time after"):
-        scheduler.handle(JobSubmitted.from_job(
+        scheduler.handle(submission(
             late_job.__class__(**{**_fields(late_job), "release": data.origin - 3600,
                                   "soft_deadline": data.origin, "hard_deadline": data.origin}),
             data.origin))
@@ -114,7 +113,7 @@ def test_market_stage_forecasts_every_covered_slot(market):
     ticks, data, _ = market
     stage = MarketStage(data.markets, SLOT, horizon=6)
     forecasts = [out for event in trace_events(ticks, []) for out in stage.handle(event)
-                 if isinstance(out, MarketForecast)]
+                 if isinstance(out, PublishedForecast)]
     per_market = {m.key: [f for f in forecasts if f.market == m.key] for m in data.markets}
     assert all(len(f) >= data.n_slots for f in per_market.values())
     last = forecasts[-1]

@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry, Counter
 from typer.testing import CliRunner
 
 from streams.cli import app
-from streams.metrics import serve_metrics
+from streams.runtime import serve_metrics
 from streams.settings import Settings, load_settings
 
 SECRET = "s3cret-pa55word"

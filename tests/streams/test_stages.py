@@ -9,25 +9,27 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from solver.decision import SlotDecision
+from solver.forecast import market_factory
 from solver.market import build_market_data
 from solver.policies import make_policy
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.contract.events import (
+from streams.contract import (
     AvailabilityTick,
     EpochClosed,
     JobCancelled,
     JobProgress,
-    JobSubmitted,
     MarketBoundary,
     PriceTick,
     ProvisioningDecision,
+    PublishedForecast,
     dump_event,
 )
 from streams.pipeline import EpochCoordinator, MarketStage, PartitionScheduler, RejectedEvent
 from streams.pipeline.market_stage import MAX_BOUNDARIES_PER_TICK
 from streams.pipeline.stage import Fault, Message, Rejection, first_boundary
-from streams.replay import trace_events
+from streams.replay import submission, trace_events
 
 SLOT = 3600.0
 DAY = 86_400.0
@@ -73,7 +75,7 @@ def feed(scheduler, events) -> list:
 def job_events(market):
     """Submissions 90 min before release, a cancellation and a re-estimate mid-slot."""
     jobs = market[2]
-    events = [JobSubmitted.from_job(job, job.release - 5400) for job in jobs]
+    events = [submission(job, job.release - 5400) for job in jobs]
     first, second = jobs[0], jobs[1]
     events.append(JobCancelled(event_time=first.release + 5.5 * 3600, job_id=first.id))
     events.append(JobProgress(event_time=second.release + 2.5 * 3600, job_id=second.id,
@@ -115,7 +117,7 @@ def test_a_cancellation_takes_effect_at_the_first_boundary_after_it(market, epoc
     start = first_boundary(job.release, SLOT)
     cancel = JobCancelled(event_time=start + 1.5 * SLOT, job_id=job.id)
     scheduler = PartitionScheduler(data.markets, SLOT, lambda: make_policy("on-demand"))
-    out = feed(scheduler, [JobSubmitted.from_job(job, job.release)])
+    out = feed(scheduler, [submission(job, job.release)])
     for marker in epochs:
         if marker.event_time.timestamp() == start:
             out += scheduler.handle(cancel, message(cancel))  # arrives far ahead of its epoch
@@ -131,7 +133,7 @@ def test_a_job_too_late_for_its_first_epoch_is_rejected_however_far_the_epochs_a
     submitted_at = epochs[3].event_time.timestamp() - 600  # epoch 3 is the first after it
     late = dataclasses.replace(jobs[0], id="late", release=submitted_at - 3600,
                                soft_deadline=submitted_at, hard_deadline=submitted_at + 300)
-    event = JobSubmitted.from_job(late, submitted_at)
+    event = submission(late, submitted_at)
     for seen in (0, 2):  # a scheduler that has seen no epoch, or two before the submission
         scheduler = PartitionScheduler(data.markets, SLOT, lambda: make_policy("greedy"))
         feed(scheduler, epochs[:seen])
@@ -143,7 +145,7 @@ def test_events_before_their_jobs_submission_are_rejected(market):
     _, data, jobs = market
     scheduler = PartitionScheduler(data.markets, SLOT, lambda: make_policy("greedy"))
     job = jobs[0]
-    scheduler.handle(JobSubmitted.from_job(job, job.release))
+    scheduler.handle(submission(job, job.release))
     with pytest.raises(RejectedEvent, match="at or after the job's submission"):
         scheduler.handle(JobCancelled(event_time=job.release - 60, job_id=job.id))
 
@@ -170,7 +172,7 @@ def test_a_job_the_policy_fails_on_is_failed_and_the_others_decided_as_without_i
         market, epochs):
     _, data, jobs = market
     bad = jobs[2]
-    events = [JobSubmitted.from_job(j, j.release) for j in jobs]
+    events = [submission(j, j.release) for j in jobs]
     without = feed(PartitionScheduler(data.markets, SLOT, lambda: make_policy("greedy")),
                    in_event_time_order([e for e in events if e.job_id != bad.id], epochs))
     out = feed(PartitionScheduler(data.markets, SLOT, lambda: FailsOn(bad.id)),
@@ -185,20 +187,18 @@ def test_a_job_the_policy_fails_on_is_failed_and_the_others_decided_as_without_i
 
 
 def test_a_job_whose_decision_cannot_be_built_is_failed(market, epochs, monkeypatch):
-    import streams.pipeline.scheduler
-
     _, data, jobs = market
-    real = streams.pipeline.scheduler.explain
+    real = SlotDecision.explain
 
-    def explain(obs, view, allocation):
-        if view.id == jobs[1].id:
-            return dataclasses.replace(real(obs, view, allocation), slack_seconds=-math.inf)
-        return real(obs, view, allocation)
+    def explain(decided, job_id):
+        if job_id == jobs[1].id:
+            return dataclasses.replace(real(decided, job_id), slack_seconds=-math.inf)
+        return real(decided, job_id)
 
-    monkeypatch.setattr(streams.pipeline.scheduler, "explain", explain)
+    monkeypatch.setattr(SlotDecision, "explain", explain)
     scheduler = PartitionScheduler(data.markets, SLOT, lambda: make_policy("greedy"))
     out = feed(scheduler, in_event_time_order(
-        [JobSubmitted.from_job(j, j.release) for j in jobs], epochs))
+        [submission(j, j.release) for j in jobs], epochs))
     mine = [d for d in decisions_of(out) if d[1] == jobs[1].id]
     assert len(mine) == 1 and mine[0][5].startswith(
         "released: failed: its decision could not be built: ValidationError")
@@ -274,16 +274,24 @@ def test_a_forecaster_that_raises_is_restarted_and_the_boundary_stands(market):
     _, data, _ = market
 
     class Broken:
-        def __init__(self, *args):
-            pass
+        """Forecasts like the real one, and fails to learn."""
+
+        def __init__(self, season, horizon):
+            self.real = market_factory()(season, horizon)
 
         def learn_one(self, price, availability):
             raise FloatingPointError("diverged")
 
+        def outlook(self, horizon):
+            return self.real.outlook(horizon)
+
     stage = MarketStage(data.markets, SLOT, forecaster=Broken)
     out = run_stage(stage, ticks_of(data.markets[0].key, data.origin, 20))
     faults = [o for o in out if isinstance(o, Fault)]
-    assert boundaries(out) and len(faults) == len(boundaries(out)) - 1
+    forecasts = [o for o in out if isinstance(o, PublishedForecast)]
+    # A fresh forecaster forecasts at its first boundary and fails at the next: the
+    # boundaries alternate between a forecast and a fault, and every boundary stands.
+    assert len(boundaries(out)) == 4 and len(faults) == len(forecasts) == 2
     assert all(isinstance(f.error, FloatingPointError) and f.stage == "market" for f in faults)
 
 
@@ -334,4 +342,4 @@ def test_reports_the_coordinator_cannot_use_are_rejected_and_change_nothing(mark
             "price_now": 1.0, "availability_now": 1}
     with pytest.raises(RejectedEvent, match=message):
         coordinator.handle(MarketBoundary(**{**base, **changes}))
-    assert coordinator._reports == {} and coordinator.last_boundary is None
+    assert coordinator._open == {} and coordinator.last_boundary is None

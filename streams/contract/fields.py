@@ -1,0 +1,178 @@
+"""The field types of the contract and the bounds every value lies within.
+
+Every number is finite and bounded and every time lies between :data:`EARLIEST_TIME` and
+:data:`LATEST_TIME`, so whatever passes :func:`streams.contract.parse_event` is plausible enough
+for every stage to compute with (docs/operations.md lists the bounds). What JSON Schema accepts,
+the reader accepts: an integer field takes ``1.0`` as JSON Schema does, and a time string
+follows the pattern the schemas state.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BeforeValidator,
+    Field,
+    StrictFloat,
+    StrictInt,
+    WithJsonSchema,
+)
+from pydantic_core import PydanticCustomError
+
+MARKET_KEY_PATTERN = r"^[^/]+/[^/]+/[^/]+/[^/]+$"
+TIME_PATTERN = (r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):"
+                r"[0-5][0-9]:[0-5][0-9](\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$")
+"""ISO-8601 (RFC 3339) with an upper-case ``T`` and ``Z`` or a ``±hh:mm`` offset."""
+
+EARLIEST_TIME = datetime(2000, 1, 1, tzinfo=UTC)
+"""The earliest event time, release, deadline or slot start accepted."""
+LATEST_TIME = datetime(2100, 1, 1, tzinfo=UTC)
+"""The latest event time, release, deadline or slot start accepted."""
+MIN_PRICE, MAX_PRICE = 1e-6, 10_000.0
+"""Lowest and highest spot or on-demand price of a tick, USD per instance-hour."""
+MAX_INSTANCES = 10_000
+"""Most instances one job may run (``n_max``, a decision's spot and on-demand counts)."""
+MAX_AVAILABLE = 1_000_000
+"""Highest spot availability count of a market."""
+MAX_WORKLOAD = 1e7
+"""Most work units one job may need (reference GPU-hours)."""
+MIN_THROUGHPUT = 1e-6
+"""Least throughput a job may have at ``n_min`` instances, work units per hour."""
+MAX_THROUGHPUT = 1e6
+"""Largest throughput coefficient ``alpha`` or ``|beta|``, work units per hour."""
+MAX_OVERHEAD_SECONDS = 86_400.0
+"""Longest restart overhead, seconds."""
+MAX_USD = 1e9
+"""Largest value, value at the hard deadline or miss penalty of a job, USD."""
+MIN_SLOT_SECONDS, MAX_SLOT_SECONDS = 1.0, 7 * 86_400.0
+"""Shortest and longest slot length Δ."""
+MAX_EPOCH = 10**10
+"""Largest epoch (slot index since the Unix epoch; 2100 is epoch 4.1e9 at one-second slots)."""
+MAX_SECONDS = 1e18
+"""Largest magnitude of a duration such as a decision's slack."""
+MAX_AMOUNT = 1e12
+"""Largest magnitude of a derived amount: expected cost, forecast value, forecast error."""
+MAX_ITEMS = 1_000
+"""Most items in a list: markets of an epoch or a job, forecast horizon."""
+MAX_COUNT = 2**63 - 1
+"""Largest offset or byte count."""
+
+TIME_EXPECTED = ("a time from 2000-01-01T00:00:00Z to 2100-01-01T00:00:00Z: ISO-8601 with an "
+                 "offset (e.g. '2024-05-01T12:00:00Z') or Unix seconds")
+
+
+def expected(text: str) -> PydanticCustomError:
+    """A field error whose message is ``expected <text>``."""
+    return PydanticCustomError("expected", "expected {expected}", {"expected": text})
+
+
+def field_error(field: str, value: object, what: str) -> PydanticCustomError:
+    """A cross-field error reported against ``field`` (model validators have no location)."""
+    return PydanticCustomError(
+        "field_invalid",
+        "{field} = {value}: expected {expected}",
+        {"field": field, "value": value, "expected": what},
+    )
+
+
+def iso(time: datetime) -> str:
+    """A UTC time as the wire writes it: ``2024-05-01T12:00:00Z`` (microseconds when any)."""
+    return time.isoformat().replace("+00:00", "Z")
+
+
+def utc(seconds: float) -> datetime:
+    """Unix seconds as a UTC datetime."""
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def _parse_time(value: object) -> object:
+    """Accept aware datetimes, ISO-8601 strings with an offset (those of :data:`TIME_PATTERN`,
+    which the schemas state, and the others Python reads), and finite Unix seconds."""
+    try:
+        if isinstance(value, str):
+            value = datetime.fromisoformat(value)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            value = datetime.fromtimestamp(value, UTC)
+    except (ValueError, OverflowError, OSError):
+        raise expected(TIME_EXPECTED) from None
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise expected(TIME_EXPECTED)
+    return value
+
+
+def _as_utc(value: datetime) -> datetime:
+    """The time in UTC, once checked to lie in the accepted range."""
+    try:
+        value = value.astimezone(UTC)
+    except OverflowError:  # a year-1 or year-9999 time with an offset
+        raise expected(TIME_EXPECTED) from None
+    if not EARLIEST_TIME <= value <= LATEST_TIME:
+        raise expected(TIME_EXPECTED)
+    return value
+
+
+def _market_key(value: str) -> str:
+    if re.fullmatch(MARKET_KEY_PATTERN, value) is None:
+        raise expected("a market key 'cloud/region/zone/instance_type' of four non-empty parts")
+    return value
+
+
+def _integral(value: Any) -> Any:
+    """A float with an integral value (``1.0``) as the integer it is, as JSON Schema reads it."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+UtcTime = Annotated[
+    AwareDatetime,
+    BeforeValidator(_parse_time),
+    AfterValidator(_as_utc),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "format": "date-time", "pattern": TIME_PATTERN,
+                 "description": "ISO-8601 with an offset, from 2000-01-01T00:00:00Z to "
+                 "2100-01-01T00:00:00Z"},
+                {"type": "number", "description": "Unix seconds",
+                 "minimum": EARLIEST_TIME.timestamp(), "maximum": LATEST_TIME.timestamp()},
+            ],
+            "description": "UTC time from 2000-01-01T00:00:00Z to 2100-01-01T00:00:00Z: "
+            "ISO-8601 with an offset, or Unix seconds",
+        },
+        mode="validation",
+    ),
+]
+MarketKey = Annotated[
+    str,
+    Field(max_length=256),
+    AfterValidator(_market_key),
+    Field(
+        description="Market key 'cloud/region/zone/instance_type'",
+        json_schema_extra={"pattern": MARKET_KEY_PATTERN},
+    ),
+]
+JobId = Annotated[str, Field(min_length=1, max_length=256, description="Job identifier")]
+Text = Annotated[str, Field(max_length=500)]
+Name = Annotated[str, Field(min_length=1, max_length=256)]
+Int = Annotated[StrictInt, BeforeValidator(_integral)]
+"""An integer; a float with an integral value (``1.0``) is taken as that integer."""
+Price = Annotated[StrictFloat, Field(ge=0, le=MAX_PRICE)]
+TickPrice = Annotated[StrictFloat, Field(ge=MIN_PRICE, le=MAX_PRICE)]
+Probability = Annotated[StrictFloat, Field(ge=0, le=1)]
+Work = Annotated[StrictFloat, Field(ge=0, le=MAX_WORKLOAD)]
+PositiveWork = Annotated[StrictFloat, Field(gt=0, le=MAX_WORKLOAD)]
+Usd = Annotated[StrictFloat, Field(ge=-MAX_USD, le=MAX_USD)]
+Amount = Annotated[StrictFloat, Field(ge=-MAX_AMOUNT, le=MAX_AMOUNT)]
+NonNegativeAmount = Annotated[StrictFloat, Field(ge=0, le=MAX_AMOUNT)]
+Seconds = Annotated[StrictFloat, Field(ge=-MAX_SECONDS, le=MAX_SECONDS)]
+SlotSeconds = Annotated[StrictFloat, Field(ge=MIN_SLOT_SECONDS, le=MAX_SLOT_SECONDS)]
+Instances = Annotated[Int, Field(ge=0, le=MAX_INSTANCES)]
+Available = Annotated[Int, Field(ge=0, le=MAX_AVAILABLE)]
+Epoch = Annotated[Int, Field(ge=0, le=MAX_EPOCH)]
+Count = Annotated[Int, Field(ge=0, le=MAX_COUNT)]

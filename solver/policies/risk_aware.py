@@ -56,7 +56,7 @@ class RiskAware:
     name = "risk-aware"
     PARAMETERS: ClassVar[dict[str, type]] = {
         "forecast": str, "resolve_hours": float, "window_hours": float, "confidence": float,
-        "markets": int}
+        "markets": int, "solves": int}
     CONTEXT: ClassVar[tuple[str, ...]] = (
         "data", "source")
 
@@ -67,6 +67,7 @@ class RiskAware:
         window_hours: float = 24.0,
         confidence: float = 0.9,
         markets: int = 2,
+        solves: int = 12,
         data: MarketData | None = None,
         source: ForecastSource | None = None,
     ) -> None:
@@ -74,7 +75,11 @@ class RiskAware:
             raise ValueError(f"resolve_hours={resolve_hours!r}: expected a positive duration")
         if markets < 1:
             raise ValueError(f"markets={markets!r}: expected at least 1 market to plan in")
+        if solves < 1:
+            raise ValueError(f"solves={solves!r}: expected at least 1 program per slot")
         self.markets = markets
+        self.solves = solves
+        self._budget = 0
         if source is None:
             source = (DistributionForecast(confidence) if forecast == "distribution"
                       else make_source(forecast, data))  # type: ignore[arg-type]
@@ -88,9 +93,11 @@ class RiskAware:
     def __repr__(self) -> str:
         return (f"RiskAware(resolve_hours={self.resolve_hours}, "
                 f"window_hours={self.window_hours}, confidence={self.confidence}, "
-                f"markets={self.markets}, forecast={type(self.forecast).__name__})")
+                f"markets={self.markets}, solves={self.solves}, "
+                f"forecast={type(self.forecast).__name__})")
 
     def decide(self, obs: Observation) -> Decision:
+        self._budget = self.solves
         left = np.array(obs.availability_now, dtype=np.int64)
         out: dict[str, Allocation] = {}
         others: list[JobView] = []
@@ -121,7 +128,13 @@ class RiskAware:
             return False
         if not self.forecast.exact and any(obs.outlooks[m].hazards is None for m in markets):
             return False
-        return stochastic.fits(_single_job(obs, view), _slack(obs, view))
+        if not stochastic.fits(_single_job(obs, view), _slack(obs, view)):
+            return False
+        due = sum(self._due(obs, view, m) for m in markets)
+        if due > self._budget:
+            return False
+        self._budget -= due
+        return True
 
     def _follow(self, obs: Observation, view: JobView, left: np.ndarray) -> Allocation | None:
         """The cheapest action over the job's spot markets, by their programs."""
@@ -167,14 +180,19 @@ class RiskAware:
         ranked = sorted(allowed, key=lambda m: (m != held, -saving(m), m))
         return sorted(ranked[: self.markets + (held in allowed)])
 
+    def _due(self, obs: Observation, view: JobView, market: int) -> bool:
+        """True when the job's program for ``market`` must be solved (again) at this slot."""
+        program = self._programs.get((view.id, market))
+        resolve = max(1, round(self.resolve_hours * 3600.0 / obs.slot_seconds))
+        return (program is None
+                or obs.slot - program.solved_at >= min(resolve, program.solution.slots)
+                or _slack(obs, view) > program.solution.max_slack + 1e-6
+                or program.solution.job != _single_job(obs, view, obs.slot - program.solved_at))
+
     def _program(self, obs: Observation, view: JobView, market: int) -> _Program:
         key = (view.id, market)
         program = self._programs.get(key)
-        resolve = max(1, round(self.resolve_hours * 3600.0 / obs.slot_seconds))
-        if (program is None or obs.slot - program.solved_at >= min(
-                resolve, program.solution.slots) or _slack(obs, view)
-                > program.solution.max_slack + 1e-6
-                or program.solution.job != _single_job(obs, view, obs.slot - program.solved_at)):
+        if program is None or self._due(obs, view, market):
             job = _single_job(obs, view)
             on, price = self.forecast.transitions(obs, market, stochastic.horizon(job))
             model = SpotModel(on, price)

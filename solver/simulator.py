@@ -86,7 +86,8 @@ def simulate(
     the slots after that, as policy selection's counterfactuals do).
     """
     validate_jobs(jobs, data)
-    engine = Engine(data.markets, data.origin, data.slot_seconds, policy, data.n_slots, models)
+    engine = Engine(data.markets, data.origin, data.slot_seconds, policy, data.n_slots,
+                    models=models)
     for job in jobs:
         engine.add_job(job)
     n_markets, n_slots = data.price.shape

@@ -18,16 +18,15 @@ import time
 
 import numpy as np
 
+from solver.forecast.models import OutlookTape
 from solver.job import Job
 from solver.market import MarketData, build_market_data, tick_slots
 from solver.optimize import SolverLimits, build_program, solve_offline
-from solver.forecast.models import OutlookTape
 from solver.policies import make_policy
 from solver.policy import JobView, Observation, Policy
 from solver.simulator import tape
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-
 
 WARM_SLOTS = 168
 """Slots the forecasters learn before the timed ones."""

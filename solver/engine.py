@@ -136,6 +136,7 @@ class Engine:
         slot_seconds: float,
         policy: Policy,
         expected_slots: int = 256,
+        *,
         isolate_failures: bool = False,
         models: MarketModels | None = None,
     ) -> None:

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from streams.settings import Settings
 
 from solver.evaluation.scenarios import CantBeLateSpec
+from solver.forecast.registry import DEFAULT_AVAILABILITY_MODEL, DEFAULT_PRICE_MODEL
 from solver.job import Job
 from solver.market import SECONDS_PER_HOUR, MarketData, MarketTicks, build_market_data
 from solver.policies import POLICIES, check_spec
@@ -234,9 +235,10 @@ def forecast_report(
     slot_seconds: Annotated[float, typer.Option(min=1, help="Slot length Δ in seconds.")] = 3600,
     horizon: Annotated[list[int] | None, typer.Option(
         help="Horizon in slots to report; repeat for more. Default: 1, 6, 12, 24.")] = None,
-    price_model: Annotated[str, typer.Option(help="Price forecaster.")] = "learned-drift",
+    price_model: Annotated[str, typer.Option(
+        help="Price forecaster.")] = DEFAULT_PRICE_MODEL,
     availability_model: Annotated[str, typer.Option(
-        help="Availability forecaster.")] = "markov",
+        help="Availability forecaster.")] = DEFAULT_AVAILABILITY_MODEL,
     json_file: Annotated[Path | None, typer.Option("--json", help="Write the JSON report.",
                                                    dir_okay=False)] = None,
     plots: Annotated[Path | None, typer.Option(help="Directory for the plots.",

@@ -66,12 +66,12 @@ class RateLimit(logging.Filter):
 
 def rate_limit_handlers(logger: logging.Logger | None = None,
                         interval: float = DEFAULT_INTERVAL_SECONDS) -> None:
-    """Put one shared :class:`RateLimit` on every handler of ``logger`` (the root by default)."""
+    """Put a :class:`RateLimit` of its own on every handler of ``logger`` (the root by
+    default): a limit shared by two handlers would let a record reach only the first."""
     logger = logger or logging.getLogger()
-    limit = RateLimit(interval)
     for handler in logger.handlers:
         if not any(isinstance(f, RateLimit) for f in handler.filters):
-            handler.addFilter(limit)
+            handler.addFilter(RateLimit(interval))
 
 
 def configure_logging(level: str = "WARNING",

@@ -1,4 +1,9 @@
+"""Fixtures for every test."""
+
+from __future__ import annotations
+
 import logging
+from collections.abc import Iterator
 
 import pytest
 
@@ -8,10 +13,13 @@ pytest_plugins = ["tests.kafka_fixture"]
 
 
 @pytest.fixture(autouse=True)
-def _no_rate_limit_left_on_the_log_handlers():
-    """A command run in-process puts a :class:`RateLimit` on the root handlers, pytest's log
-    capture included; it is taken off again so later tests see every record."""
+def _root_handlers_restored() -> Iterator[None]:
+    """Commands run in a test configure the root logger (level, rate limits); each test starts
+    from the configuration it had before."""
+    root = logging.getLogger()
+    level, filters = root.level, {h: list(h.filters) for h in root.handlers}
     yield
-    for handler in logging.getLogger().handlers:
-        for found in [f for f in handler.filters if isinstance(f, RateLimit)]:
-            handler.removeFilter(found)
+    root.setLevel(level)
+    for handler in root.handlers:
+        handler.filters[:] = filters.get(handler, [h for h in handler.filters
+                                                   if not isinstance(h, RateLimit)])

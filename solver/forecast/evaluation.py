@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -21,13 +21,16 @@ DEFAULT_HORIZONS = (1, 6, 12, 24)
 class SeriesScores:
     """Errors of one forecaster on one market at the reported horizons (``NaN`` where nothing
     was scored): price MAE (USD per instance-hour), price MAPE (percent), availability Brier
-    score, and the tracker's final smoothed errors."""
+    score and log-loss, the tracker's final smoothed errors, and the calibration counts per
+    horizon (:attr:`~solver.forecast.tracking.ErrorTracker.calibration`)."""
 
     price_mae: Mapping[int, float]
     price_mape: Mapping[int, float]
     availability_brier: Mapping[int, float]
     price_error: float
     availability_error: float
+    availability_log_loss: Mapping[int, float] = field(default_factory=dict)
+    calibration: Mapping[int, np.ndarray] = field(default_factory=dict)
 
 
 def check_horizons(horizons: Sequence[int]) -> tuple[int, ...]:
@@ -71,6 +74,8 @@ def evaluate_series(
         availability_brier=at(errors.availability_brier),
         price_error=errors.price_error,
         availability_error=errors.availability_error,
+        availability_log_loss=at(errors.availability_log_loss),
+        calibration={h: errors.calibration[h - 1] for h in horizons},
     )
 
 

@@ -7,6 +7,9 @@ from collections import deque
 
 import numpy as np
 
+CALIBRATION_BINS = 10
+LOG_LOSS_FLOOR = 1e-4
+
 
 class ErrorTracker:
     """Scores the forecasts of one market against the slots that follow.
@@ -14,9 +17,9 @@ class ErrorTracker:
     After each slot, :meth:`record` keeps the forecasts for the next ``window`` slots; when a
     slot's true values arrive, :meth:`observe` scores every kept forecast of that slot at its
     horizon (1 for the forecast made one slot before, …). Per horizon it keeps the running
-    price MAE, price MAPE (percent; slots priced 0 are left out) and the availability Brier
-    score, with "capacity > 0" as the event. Unobserved values (``NaN``) on either side are not
-    scored.
+    price MAE, price MAPE (percent; slots priced 0 are left out), and the availability Brier
+    score, log-loss and calibration counts, with "capacity > 0" as the event. Unobserved values
+    (``NaN``) on either side are not scored.
 
     ``price_error`` and ``availability_error`` sum each market up in one number for policy
     selection: the exponentially weighted mean (rate ``rate`` per slot) of the horizon-averaged
@@ -47,6 +50,8 @@ class ErrorTracker:
         self._abs_n = [0] * window
         self._ape_n = [0] * window
         self._brier_n = [0] * window
+        self._log_loss = [0.0] * window
+        self._calibration = np.zeros((window, CALIBRATION_BINS, 3))  # sum p, sum y, count
         self._price_error = math.nan
         self._availability_error = math.nan
 
@@ -101,6 +106,11 @@ class ErrorTracker:
                 brier = (probability - event) ** 2
                 self._brier[k] += brier
                 self._brier_n[k] += 1
+                clipped = min(max(probability, LOG_LOSS_FLOOR), 1.0 - LOG_LOSS_FLOOR)
+                self._log_loss[k] -= math.log(clipped if event else 1.0 - clipped)
+                cell = self._calibration[k, min(int(probability * CALIBRATION_BINS),
+                                                CALIBRATION_BINS - 1)]
+                cell += (probability, event, 1.0)
                 brier_sum += brier
                 brier_n += 1
         if ape_n:
@@ -130,6 +140,18 @@ class ErrorTracker:
     def price_mape(self) -> np.ndarray:
         """Mean absolute percentage price error by horizon, in percent."""
         return _mean(self._ape, self._ape_n)
+
+    @property
+    def availability_log_loss(self) -> np.ndarray:
+        """Log-loss of the capacity probability by horizon (probabilities clipped to
+        ``[LOG_LOSS_FLOOR, 1 - LOG_LOSS_FLOOR]``)."""
+        return _mean(self._log_loss, self._brier_n)
+
+    @property
+    def calibration(self) -> np.ndarray:
+        """``(window, bins, 3)``: per horizon and bin of forecast probability (tenths), the
+        sum of the probabilities, the number of slots with capacity, and the count."""
+        return self._calibration.copy()
 
     def price_quantile_offsets(self, levels: tuple[float, ...]) -> np.ndarray:
         """``(len(levels), window)``: quantiles of the log-ratio of true to forecast price by

@@ -152,9 +152,11 @@ class Solution:
         return best if math.isfinite(q[best]) else None
 
 
-def horizon(job: SingleJob) -> int:
-    """The slots the program spans: up to the one holding the hard deadline."""
-    return max(1, math.ceil(job.deadline - _EPS))
+def horizon(job: SingleJob, window: int | None = None) -> int:
+    """The slots the program spans: up to the one holding the hard deadline, or ``window``
+    slots when that is sooner."""
+    slots = max(1, math.ceil(job.deadline - _EPS))
+    return slots if window is None else max(1, min(slots, window))
 
 
 def grid_for(max_slack: float) -> tuple[int, float]:
@@ -164,18 +166,20 @@ def grid_for(max_slack: float) -> tuple[int, float]:
     return math.ceil(span / step - _EPS) + 1, step
 
 
-def fits(job: SingleJob, max_slack: float) -> bool:
+def fits(job: SingleJob, max_slack: float, window: int | None = None) -> bool:
     """True when the program for ``job`` stays within :data:`MAX_CELLS`."""
-    return horizon(job) * grid_for(max_slack)[0] <= MAX_CELLS
+    return horizon(job, window) * grid_for(max_slack)[0] <= MAX_CELLS
 
 
-def solve(job: SingleJob, model: SpotModel, max_slack: float) -> Solution:
-    """Backward induction over the job's slots (module doc); the grid covers slack
+def solve(job: SingleJob, model: SpotModel, max_slack: float, window: int | None = None
+          ) -> Solution:
+    """Backward induction over the job's slots, or its first ``window`` slots with the work
+    left after them valued at on-demand to the end (module doc); the grid covers slack
     ``0 .. max_slack``."""
-    slots = horizon(job)
+    slots = horizon(job, window)
     if len(model.on) < slots:
         raise ValueError(f"spot model of {len(model.on)} slots: expected at least {slots}")
-    if not fits(job, max_slack):
+    if not fits(job, max_slack, window):
         raise ValueError(f"{slots} slots with slack {max_slack:g}: expected at most "
                          f"{MAX_CELLS} (slot, slack) cells")
     grid, step = grid_for(max_slack)

@@ -1,5 +1,13 @@
 """Committed Horizon Control (Chen, Comden, Liu, Gandhi, Wierman, SIGMETRICS 2016).
 
+**Planning on distributions.** With the learned distributions (the default forecast), a job at
+a fixed instance count is planned by the stochastic window program of
+:mod:`solver.policies.programs`: over the ``w`` slots of the window, with the work left after
+it valued at on-demand to the end (the terminal condition below). Its committed plan is a
+rule for every state of the market, not a path, so the controller follows it and solves again
+every ``resolve_hours`` (sooner when the window runs out). Every other job, or every job with
+point or perfect forecasts, is planned by the deterministic window program below.
+
 ``v`` fixed-horizon controllers run staggered: controller ``k`` re-solves at the slots ``t``
 with ``t mod v = k``, on the forecast of the next ``w`` slots, and commits to the first ``v``
 slots of its plan. The allocation of a slot averages the commitments of every controller that
@@ -35,7 +43,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -48,7 +56,8 @@ from solver.optimize.decomposed import solve_decomposed
 from solver.optimize.plan import Plan
 from solver.optimize.program import build_program
 from solver.policies.common import keeps_deadline, on_demand, spot
-from solver.policies.forecast_sources import ForecastSource, make_source
+from solver.policies.forecast_sources import DistributionForecast, ForecastSource, make_source
+from solver.policies.programs import SingleJobPrograms
 
 WINDOW_SOLVERS = ("decomposed", "program")
 
@@ -73,9 +82,10 @@ class CommittedHorizonControl:
 
     name = "chc"
     PARAMETERS: ClassVar[dict[str, type]] = {
-        "window_hours": float, "commitment": int, "solver": str, "forecast": str}
+        "window_hours": float, "commitment": int, "solver": str, "forecast": str,
+        "resolve_hours": float}
     CONTEXT: ClassVar[tuple[str, ...]] = (
-        "data", "source", "backend", "limits")
+        "data", "source", "backend", "limits", "programs")
 
     def __init__(
         self,
@@ -83,10 +93,12 @@ class CommittedHorizonControl:
         commitment: int = 1,
         solver: str = "decomposed",
         forecast: str = "distribution",
+        resolve_hours: float = 6.0,
         data: MarketData | None = None,
         source: ForecastSource | None = None,
         backend: Backend = "highs",
         limits: SolverLimits = WINDOW_LIMITS,
+        programs: bool | None = None,
     ) -> None:
         if not (math.isfinite(window_hours) and window_hours > 0):
             raise ValueError(f"window_hours={window_hours!r}: expected a positive duration")
@@ -102,6 +114,10 @@ class CommittedHorizonControl:
         self.limits = limits
         self.window = 0
         self._controllers: dict[int, _Controller] = {}
+        if programs is None:
+            programs = isinstance(self.forecast, DistributionForecast)
+        self._programs = (SingleJobPrograms(self.forecast, resolve_hours, window_hours,
+                                            markets=2, solves=12) if programs else None)
 
     def __repr__(self) -> str:
         return (f"CommittedHorizonControl(window_hours={self.window_hours}, "
@@ -115,8 +131,18 @@ class CommittedHorizonControl:
                 raise ValueError(
                     f"commitment={self.commitment}: expected at most the window of "
                     f"{self.window} slots ({self.window_hours:g} h)")
-        if not obs.jobs:
-            return {}
+        planned: dict[str, Allocation | None] = {}
+        if self._programs is not None:
+            planned, left = self._programs.decide(obs)
+            obs = replace(obs, jobs=tuple(v for v in obs.jobs if v.id not in planned),
+                          availability_now=left)
+        out = {job_id: a for job_id, a in planned.items() if a is not None}
+        if obs.jobs:
+            out.update(self._decide_windows(obs))
+        return out
+
+    def _decide_windows(self, obs: Observation) -> Decision:
+        """The deterministic window programs of the module doc, for the jobs of ``obs``."""
         k = obs.slot % self.commitment
         previous = self._controllers.get(k)
         plans, plan = self._solve(obs, previous)

@@ -24,29 +24,14 @@ function's business). Committed Horizon Control applies its own safety net.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import ClassVar
 
-import numpy as np
-
-from solver.forecast.hazards import age_bucket
-from solver.job import Allocation
-from solver.market import SECONDS_PER_HOUR, MarketData
-from solver.observation import Decision, JobView, Observation
-from solver.optimize import stochastic
-from solver.optimize.stochastic import IDLE, ON_DEMAND, SPOT, SingleJob, Solution, SpotModel
+from solver.market import MarketData
+from solver.observation import Decision, Observation
 from solver.policies.chc import CommittedHorizonControl
-from solver.policies.common import finishable, on_demand, on_demand_market
 from solver.policies.forecast_sources import DistributionForecast, ForecastSource, make_source
-
-
-@dataclass
-class _Program:
-    """A solved program for one job in one market, and the slot it was solved at."""
-
-    solved_at: int
-    solution: Solution
+from solver.policies.programs import SingleJobPrograms
 
 
 class RiskAware:
@@ -56,7 +41,7 @@ class RiskAware:
     name = "risk-aware"
     PARAMETERS: ClassVar[dict[str, type]] = {
         "forecast": str, "resolve_hours": float, "window_hours": float, "confidence": float,
-        "markets": int}
+        "markets": int, "solves": int}
     CONTEXT: ClassVar[tuple[str, ...]] = (
         "data", "source")
 
@@ -67,14 +52,10 @@ class RiskAware:
         window_hours: float = 24.0,
         confidence: float = 0.9,
         markets: int = 2,
+        solves: int = 12,
         data: MarketData | None = None,
         source: ForecastSource | None = None,
     ) -> None:
-        if not (math.isfinite(resolve_hours) and resolve_hours > 0):
-            raise ValueError(f"resolve_hours={resolve_hours!r}: expected a positive duration")
-        if markets < 1:
-            raise ValueError(f"markets={markets!r}: expected at least 1 market to plan in")
-        self.markets = markets
         if source is None:
             source = (DistributionForecast(confidence) if forecast == "distribution"
                       else make_source(forecast, data))  # type: ignore[arg-type]
@@ -82,144 +63,21 @@ class RiskAware:
         self.resolve_hours = resolve_hours
         self.window_hours = window_hours
         self.confidence = confidence
-        self._windowed = CommittedHorizonControl(window_hours, source=source)
-        self._programs: dict[tuple[str, int], _Program] = {}
+        self.markets = markets
+        self.solves = solves
+        self._programs = SingleJobPrograms(source, resolve_hours, None, markets, solves)
+        self._windowed = CommittedHorizonControl(window_hours, source=source, programs=False)
 
     def __repr__(self) -> str:
         return (f"RiskAware(resolve_hours={self.resolve_hours}, "
                 f"window_hours={self.window_hours}, confidence={self.confidence}, "
-                f"markets={self.markets}, forecast={type(self.forecast).__name__})")
+                f"markets={self.markets}, solves={self.solves}, "
+                f"forecast={type(self.forecast).__name__})")
 
     def decide(self, obs: Observation) -> Decision:
-        left = np.array(obs.availability_now, dtype=np.int64)
-        out: dict[str, Allocation] = {}
-        others: list[JobView] = []
-        for view in obs.jobs:
-            if not self._programmable(obs, view):
-                others.append(view)
-                continue
-            choice = self._follow(obs, view, left)
-            if not finishable(obs, view, choice, credit_spot=self.forecast.exact,
-                              by=view.job.hard_deadline):
-                choice = on_demand(obs, view)
-            if choice is not None:
-                left[choice.market] -= min(choice.spot, int(left[choice.market]))
-                out[view.id] = choice
+        planned, left = self._programs.decide(obs)
+        out = {job_id: a for job_id, a in planned.items() if a is not None}
+        others = tuple(v for v in obs.jobs if v.id not in planned)
         if others:
-            rest = replace(obs, jobs=tuple(others), availability_now=left)
-            out.update(self._windowed.decide(rest))
-        live = {v.id for v in obs.jobs}
-        self._programs = {k: p for k, p in self._programs.items() if k[0] in live}
+            out.update(self._windowed.decide(replace(obs, jobs=others, availability_now=left)))
         return out
-
-    def _programmable(self, obs: Observation, view: JobView) -> bool:
-        job = view.job
-        if job.n_min != job.n_max or not job.allow_spot:
-            return False
-        markets = self._candidates(obs, view)
-        if not markets:
-            return False
-        if not self.forecast.exact and any(obs.outlooks[m].hazards is None for m in markets):
-            return False
-        return stochastic.fits(_single_job(obs, view), _slack(obs, view))
-
-    def _follow(self, obs: Observation, view: JobView, left: np.ndarray) -> Allocation | None:
-        """The cheapest action over the job's spot markets, by their programs."""
-        job = view.job
-        n = job.n_min
-        od_market = on_demand_market(obs, view)
-        current = view.current
-        best: tuple[float, int, int] | None = None
-        for m in self._candidates(obs, view):
-            program = self._program(obs, view, m)
-            held = _held(current, m, od_market, n)
-            pending = view.pending_overhead / obs.slot_seconds if held != IDLE else 0.0
-            slack = _slack(obs, view) - (pending if held == ON_DEMAND else 0.0)
-            available = int(obs.availability_now[m])
-            run = (obs.outlooks[m].run.at_boundary(available > 0).age
-                   if obs.outlooks[m].run is not None else 1)
-            q = program.solution.action_values(
-                obs.slot - program.solved_at, held, int(left[m]) >= n, age_bucket(run), slack,
-                pending if held == SPOT else 0.0)
-            for action in (IDLE, SPOT, ON_DEMAND):
-                if math.isfinite(q[action]) and (best is None or q[action] < best[0] - 1e-9):
-                    best = (float(q[action]), action, m)
-        if best is None or best[1] == ON_DEMAND:
-            return on_demand(obs, view)
-        if best[1] == SPOT:
-            return Allocation(best[2], spot=n)
-        return None
-
-    def _candidates(self, obs: Observation, view: JobView) -> list[int]:
-        """The market the job holds and the ``markets`` most promising others."""
-        allowed = _spot_markets(obs, view)
-        if len(allowed) <= self.markets:
-            return allowed
-        held = view.current.market if view.current is not None else -1
-        day = max(1, round(24 * SECONDS_PER_HOUR / obs.slot_seconds))
-
-        def saving(m: int) -> float:
-            outlook = obs.outlooks[m]
-            chance = float(np.mean(outlook.capacity.at_least(view.job.n_min)[:day]))
-            discount = obs.markets[m].on_demand_price - float(obs.price_now[m])
-            return chance * discount
-
-        ranked = sorted(allowed, key=lambda m: (m != held, -saving(m), m))
-        return sorted(ranked[: self.markets + (held in allowed)])
-
-    def _program(self, obs: Observation, view: JobView, market: int) -> _Program:
-        key = (view.id, market)
-        program = self._programs.get(key)
-        resolve = max(1, round(self.resolve_hours * SECONDS_PER_HOUR / obs.slot_seconds))
-        if (program is None or obs.slot - program.solved_at >= min(
-                resolve, program.solution.slots) or _slack(obs, view)
-                > program.solution.max_slack + 1e-6
-                or program.solution.job != _single_job(obs, view, obs.slot - program.solved_at)):
-            job = _single_job(obs, view)
-            on, price = self.forecast.transitions(obs, market, stochastic.horizon(job))
-            model = SpotModel(on, price)
-            program = self._programs[key] = _Program(
-                obs.slot, stochastic.solve(job, model, _slack(obs, view)))
-        return program
-
-
-def _spot_markets(obs: Observation, view: JobView) -> list[int]:
-    return [m for m, market in enumerate(obs.markets) if view.job.may_use(market.key)]
-
-
-def _single_job(obs: Observation, view: JobView, since: int = 0) -> SingleJob:
-    """The job in slots from the boundary ``since`` slots ago (its program's origin)."""
-    job = view.job
-    slot = obs.slot_seconds
-    start = obs.time - since * slot
-    market = obs.markets[on_demand_market(obs, view)]
-    return SingleJob(
-        deadline=(job.hard_deadline - start) / slot,
-        soft=(job.soft_deadline - start) / slot,
-        overhead=job.restart_overhead / slot,
-        instances=job.n_min,
-        on_demand_price=market.on_demand_price,
-        slot_hours=obs.slot_hours,
-        value=job.value,
-        value_at_hard_deadline=job.value_at_hard_deadline,
-        miss_penalty=job.miss_penalty,
-    )
-
-
-def _slack(obs: Observation, view: JobView) -> float:
-    """Slots to spare now: time to the hard deadline less the running the remaining work
-    needs."""
-    job = view.job
-    work = view.remaining / job.throughput(job.n_min) * SECONDS_PER_HOUR
-    return (job.hard_deadline - obs.time - work) / obs.slot_seconds
-
-
-def _held(current: Allocation | None, market: int, od_market: int, n: int) -> int:
-    """The mode the job holds as seen from ``market``'s program (idle when any action there
-    is a switch)."""
-    if current is not None and current.total == n:
-        if current.spot == n and current.market == market:
-            return SPOT
-        if current.on_demand == n and current.market == od_market:
-            return ON_DEMAND
-    return IDLE

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -105,20 +106,28 @@ def _report(
     }
 
 
-def _fields(scores: SeriesScores) -> dict[str, dict[str, float]]:
-    return {
+def _fields(scores: SeriesScores) -> dict[str, dict[str, Any]]:
+    fields: dict[str, dict[str, Any]] = {
         field: {str(h): v for h, v in getattr(scores, field).items()}
-        for field in ("price_mape", "price_mae", "availability_brier")
+        for field in ("price_mape", "price_mae", "availability_brier", "availability_log_loss")
     }
+    fields["calibration"] = {
+        str(h): [{"mean_probability": p / n, "frequency": y / n, "slots": int(n)}
+                 for p, y, n in counts.tolist() if n]
+        for h, counts in scores.calibration.items()}
+    return fields
 
 
 def _mean_scores(scores: Mapping[str, SeriesScores]) -> SeriesScores:
+    horizons = next(iter(scores.values())).calibration if scores else {}
     return SeriesScores(
         price_mae=mean_over_markets(scores, "price_mae"),
         price_mape=mean_over_markets(scores, "price_mape"),
         availability_brier=mean_over_markets(scores, "availability_brier"),
         price_error=math.nan,
         availability_error=math.nan,
+        availability_log_loss=mean_over_markets(scores, "availability_log_loss"),
+        calibration={h: sum(s.calibration[h] for s in scores.values()) for h in horizons},
     )
 
 
@@ -142,11 +151,14 @@ def _table(title: str, scores: Mapping[str, SeriesScores]) -> Table:
         table.add_column(f"MAPE%\nh{h}", justify="right", no_wrap=True, min_width=5)
     for h in horizons:
         table.add_column(f"Brier\nh{h}", justify="right", no_wrap=True, min_width=5)
+    for h in horizons:
+        table.add_column(f"log-loss\nh{h}", justify="right", no_wrap=True, min_width=5)
     for name, s in scores.items():
         table.add_row(
             name,
             *(_number(s.price_mape[h], 3) for h in horizons),
             *(_number(s.availability_brier[h], 3) for h in horizons),
+            *(_number(s.availability_log_loss[h], 3) for h in horizons),
         )
     return table
 
@@ -163,8 +175,10 @@ def plot_report(
     model_factory: MarketFactory,
     title: str,
 ) -> list[Path]:
-    """Write ``price_mape.png`` and ``availability_brier.png`` (error against horizon, model and
-    baselines, per market) and ``forecast_example.png`` (the model's forecast from the slot
+    """Write ``price_mape.png``, ``availability_brier.png`` and ``availability_log_loss.png``
+    (error against horizon, model and baselines, per market), ``calibration.png`` (forecast
+    probability of capacity against how often there was capacity, over every market, per
+    horizon) and ``forecast_example.png`` (the model's forecast from the slot
     ``max(horizons)`` before the end, against the truth)."""
     import matplotlib
 
@@ -175,7 +189,8 @@ def plot_report(
     keys = list(scores[MODEL])
     written = []
     for field, label in (("price_mape", "price MAPE (%)"),
-                         ("availability_brier", "availability Brier score")):
+                         ("availability_brier", "availability Brier score"),
+                         ("availability_log_loss", "availability log-loss (nats)")):
         fig, axes = _grid(plt, len(keys))
         for ax, key in zip(axes, keys, strict=False):
             for name, by_market in scores.items():
@@ -188,11 +203,32 @@ def plot_report(
         axes[0].legend(fontsize=8)
         fig.suptitle(f"{label} by horizon ({title})")
         written.append(_save(plt, fig, directory / f"{field}.png"))
+    written.append(_plot_calibration(plt, directory, horizons, scores, title))
     if markets.n_slots > 1:
         written.append(
             _plot_example(plt, directory, markets, horizons[-1], model_factory, title)
         )
     return written
+
+
+def _plot_calibration(plt: Any, directory: Path, horizons: tuple[int, ...],
+                      scores: Mapping[str, Mapping[str, SeriesScores]], title: str) -> Path:
+    fig, axes = _grid(plt, len(horizons))
+    for ax, h in zip(axes, horizons, strict=False):
+        ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="calibrated")
+        for name, by_market in scores.items():
+            counts = sum(s.calibration[h] for s in by_market.values())
+            seen = counts[:, 2] > 0
+            ax.plot(counts[seen, 0] / counts[seen, 2], counts[seen, 1] / counts[seen, 2],
+                    marker="o", linewidth=2.5 if name == MODEL else 1.2, label=name)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("forecast probability of capacity")
+        ax.set_ylabel("share of slots with capacity")
+        ax.set_title(f"{h} slot(s) ahead", fontsize=9)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"availability calibration over every market ({title})")
+    return _save(plt, fig, directory / "calibration.png")
 
 
 def _plot_example(
@@ -206,23 +242,33 @@ def _plot_example(
     future = np.arange(slot + 1, slot + 1 + ahead)
     fig, axes = plt.subplots(len(markets.markets), 2, figsize=(12, 2.6 * len(markets.markets)),
                              squeeze=False)
+    def when(slots: np.ndarray) -> list[datetime]:
+        return [datetime.fromtimestamp(markets.slot_start(int(t)), UTC) for t in slots]
+
     for row, market in enumerate(markets.markets):
         price, availability = markets.price[row], markets.availability[row]
         forecast = forecast_from(price, availability, model_factory(season, horizon), slot,
                                  ahead)
         left, right = axes[row]
-        left.plot(past, price[past], color="black", label="observed")
-        left.plot(future, price[future], color="black", linestyle=":", label="truth")
-        left.plot(future, forecast.price, color="tab:blue", label="forecast")
-        left.set_title(f"{market.key}: price", fontsize=9)
-        right.step(future, (availability[future] > 0).astype(float), where="mid",
+        left.plot(when(past), price[past], color="black", label="observed")
+        left.plot(when(future), price[future], color="black", linestyle=":", label="truth")
+        left.plot(when(future), forecast.price, color="tab:blue", label="forecast")
+        left.set_title(f"{market.key}: spot price", fontsize=9)
+        left.set_ylabel("USD per instance-hour")
+        right.step(when(future), (availability[future] > 0).astype(float), where="mid",
                    color="black", linestyle=":", label="capacity (truth)")
-        right.plot(future, forecast.availability, color="tab:green", label="P(capacity)")
+        right.plot(when(future), forecast.availability, color="tab:green",
+                   label="P(capacity)")
         right.set_ylim(-0.05, 1.05)
+        right.set_ylabel("probability of spot capacity")
         right.set_title(f"{market.key}: availability", fontsize=9)
+        for ax in (left, right):
+            ax.tick_params(axis="x", labelsize=8, labelrotation=20)
+            ax.set_xlabel("time (UTC)")
     axes[0][0].legend(fontsize=8)
     axes[0][1].legend(fontsize=8)
-    fig.suptitle(f"forecast from slot {slot} vs truth ({title})")
+    start = when(np.array([slot + 1]))[0]
+    fig.suptitle(f"forecast made at {start:%Y-%m-%d %H:%M} UTC against the truth ({title})")
     return _save(plt, fig, directory / "forecast_example.png")
 
 

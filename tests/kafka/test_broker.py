@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import struct
 from collections.abc import Callable
 
 import pytest
@@ -117,17 +118,28 @@ def test_failed_start_reports_the_broker_log(tmp_path_factory: pytest.TempPathFa
     assert broker.process is None
 
 
+def _accepted_connection(port: int) -> socket.socket:
+    """A connection the broker has accepted: it answered an ApiVersions (v0) request."""
+    client = socket.create_connection(("127.0.0.1", port), timeout=30)
+    header = struct.pack(">hhih", 18, 0, 1, 1) + b"t"  # api key, version, correlation, client id
+    client.sendall(struct.pack(">i", len(header)) + header)
+    assert len(client.recv(4)) == 4, "the broker did not answer ApiVersions"
+    return client
+
+
 def test_a_crashed_broker_restarts_on_its_port_at_once(tmp_path_factory: pytest.TempPathFactory
                                                        ) -> None:
     data = tmp_path_factory.mktemp("restart")
     broker = KafkaBroker(fetch_jars(kafka_home()), data)
     broker.start()
     port = broker.port
-    client = socket.create_connection(("127.0.0.1", port))  # open when the broker dies
+    client = _accepted_connection(port)
     try:
         assert broker.process is not None
-        broker.process.kill()  # the broker closes the connection: its side is in TIME-WAIT
+        broker.process.kill()  # the broker's side closes first: it goes to TIME-WAIT
         broker.process.wait()
+        while client.recv(4096):  # up to the broker's FIN
+            pass
     finally:
         client.close()
     # a check without SO_REUSEADDR would refuse the port

@@ -221,3 +221,23 @@ class Recorder(RandomPolicy):
         self.log.append((obs.slot, obs.price_history.tobytes(), obs.price_now.tobytes(),
                          obs.availability_now.tobytes(), tuple(sorted(answer.items()))))
         return answer
+
+
+def test_trained_forecasters_reach_the_policy_from_the_first_slot():
+    from solver.forecast.models import MarketModels
+
+    data = flat_data([[1.0] * 6], [[1] * 6])
+    models = MarketModels(1, -10 * HOUR, HOUR)
+    for _ in range(10):
+        models.learn(np.array([1.0]), np.array([1]))
+    seen = []
+
+    class Reads:
+        name = "reads"
+
+        def decide(self, obs):
+            seen.append(obs.outlooks[0].run)
+            return {}
+
+    simulate(data, [job(workload=1.0, soft=5 * HOUR)], Reads(), models=models)
+    assert seen[0] is not None and seen[0].age == 10

@@ -2,7 +2,7 @@
 
 import logging
 
-from streams.runtime import RateLimit
+from streams.runtime import RateLimit, rate_limit_handlers
 
 
 class Clock:
@@ -40,3 +40,30 @@ def test_kinds_are_counted_apart_and_info_is_never_held_back():
     assert not limit.filter(record("a %s", 2))
     assert limit.filter(record("a %s", 2, level=logging.WARNING))
     assert all(limit.filter(record("progress %s", n, level=logging.INFO)) for n in range(5))
+
+
+class Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def test_every_handler_of_the_logger_gets_the_first_record_of_a_kind():
+    logger = logging.getLogger("test-logs-two-handlers")
+    logger.propagate = False
+    first, second = Collect(), Collect()
+    logger.addHandler(first)
+    logger.addHandler(second)
+    try:
+        rate_limit_handlers(logger)
+        rate_limit_handlers(logger)  # idempotent
+        for _ in range(3):
+            logger.warning("broker down")
+    finally:
+        logger.removeHandler(first)
+        logger.removeHandler(second)
+    assert first.messages == second.messages == ["broker down"]
+    assert [len(h.filters) for h in (first, second)] == [1, 1]

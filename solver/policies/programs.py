@@ -1,0 +1,218 @@
+"""Stochastic programs for fixed-count jobs, solved per job and market and followed.
+
+A job at a fixed instance count (``N_min = N_max``) that may use spot follows a stochastic
+dynamic program (:mod:`solver.optimize.stochastic`) per spot market it is planned in: it
+minimises the expected bill minus the value of finishing over (slack, mode, capacity, age of
+the capacity run), with capacity following the market's run hazards by age and time of day.
+Restart overhead is priced as a risk: entering spot pays it, and the program knows how likely
+the run is to end before the overhead pays off. With a ``window``, the program ends there and
+values the work left at on-demand to the end (Committed Horizon Control's terminal
+condition); without one it runs to the hard deadline.
+
+A program is a rule for every state, so it is solved once and followed, and solved again
+every ``resolve_hours`` of the job's life on the newest outlook (sooner when its window runs
+out or the job's state leaves what it covers). A job allowed in several markets is planned in
+the one it holds and the ``markets`` most promising others (by the expected spot saving over
+the next day: chance of capacity times the discount on on-demand), and takes the cheapest
+action over them; spot goes to jobs in the simulator's priority order, a job seeing none left
+in its market as a slot without capacity. At most ``solves`` programs are solved per slot (in
+priority order), so a burst of new jobs does not stretch an epoch: a job whose program must
+wait is left to the caller's other planner meanwhile.
+
+Before an allocation runs, :func:`~solver.policies.common.finishable` checks that on-demand
+could still meet the hard deadline should this slot's spot be lost; where it could not, the
+job runs on-demand at ``N_max`` (the soft deadline is the value function's business).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver.forecast.hazards import age_bucket
+from solver.job import Allocation
+from solver.market import SECONDS_PER_HOUR
+from solver.observation import JobView, Observation
+from solver.optimize import stochastic
+from solver.optimize.stochastic import IDLE, ON_DEMAND, SPOT, SingleJob, Solution, SpotModel
+from solver.policies.common import finishable, on_demand, on_demand_market
+from solver.policies.forecast_sources import ForecastSource
+
+
+@dataclass
+class _Program:
+    """A solved program for one job in one market, and the slot it was solved at."""
+
+    solved_at: int
+    solution: Solution
+
+
+class SingleJobPrograms:
+    """The programs of the fixed-count jobs a planner hands over (module doc)."""
+
+    def __init__(self, source: ForecastSource, resolve_hours: float,
+                 window_hours: float | None, markets: int, solves: int) -> None:
+        if not (math.isfinite(resolve_hours) and resolve_hours > 0):
+            raise ValueError(f"resolve_hours={resolve_hours!r}: expected a positive duration")
+        if markets < 1:
+            raise ValueError(f"markets={markets!r}: expected at least 1 market to plan in")
+        if solves < 1:
+            raise ValueError(f"solves={solves!r}: expected at least 1 program per slot")
+        self.forecast = source
+        self.resolve_hours = resolve_hours
+        self.window_hours = window_hours
+        self.markets = markets
+        self.solves = solves
+        self._budget = 0
+        self._programs: dict[tuple[str, int], _Program] = {}
+
+    def decide(self, obs: Observation) -> tuple[dict[str, Allocation | None], np.ndarray]:
+        """Allocations (``None``: idle) of the jobs a program decides, and the spot they left
+        per market; the other jobs are the caller's."""
+        self._budget = self.solves
+        left = np.array(obs.availability_now, dtype=np.int64)
+        out: dict[str, Allocation | None] = {}
+        for view in obs.jobs:
+            if not self._programmable(obs, view):
+                continue
+            choice = self._follow(obs, view, left)
+            if not finishable(obs, view, choice, credit_spot=self.forecast.exact,
+                              by=view.job.hard_deadline):
+                choice = on_demand(obs, view)
+            if choice is not None:
+                left[choice.market] -= min(choice.spot, int(left[choice.market]))
+            out[view.id] = choice
+        live = {v.id for v in obs.jobs}
+        self._programs = {k: p for k, p in self._programs.items() if k[0] in live}
+        return out, left
+
+    def _programmable(self, obs: Observation, view: JobView) -> bool:
+        job = view.job
+        if job.n_min != job.n_max or not job.allow_spot:
+            return False
+        markets = self._candidates(obs, view)
+        if not markets:
+            return False
+        if not self.forecast.exact and any(obs.outlooks[m].hazards is None for m in markets):
+            return False
+        if not stochastic.fits(_single_job(obs, view), _slack(obs, view), self._window(obs)):
+            return False
+        due = sum(self._due(obs, view, m) for m in markets)
+        if due > self._budget:
+            return False
+        self._budget -= due
+        return True
+
+    def _follow(self, obs: Observation, view: JobView, left: np.ndarray) -> Allocation | None:
+        """The cheapest action over the job's spot markets, by their programs."""
+        job = view.job
+        n = job.n_min
+        od_market = on_demand_market(obs, view)
+        current = view.current
+        best: tuple[float, int, int] | None = None
+        for m in self._candidates(obs, view):
+            program = self._program(obs, view, m)
+            held = _held(current, m, od_market, n)
+            pending = view.pending_overhead / obs.slot_seconds if held != IDLE else 0.0
+            slack = _slack(obs, view) - (pending if held == ON_DEMAND else 0.0)
+            available = int(obs.availability_now[m])
+            run = (obs.outlooks[m].run.at_boundary(available > 0).age
+                   if obs.outlooks[m].run is not None else 1)
+            q = program.solution.action_values(
+                obs.slot - program.solved_at, held, int(left[m]) >= n, age_bucket(run), slack,
+                pending if held == SPOT else 0.0)
+            for action in (IDLE, SPOT, ON_DEMAND):
+                if math.isfinite(q[action]) and (best is None or q[action] < best[0] - 1e-9):
+                    best = (float(q[action]), action, m)
+        if best is None or best[1] == ON_DEMAND:
+            return on_demand(obs, view)
+        if best[1] == SPOT:
+            return Allocation(best[2], spot=n)
+        return None
+
+    def _candidates(self, obs: Observation, view: JobView) -> list[int]:
+        """The market the job holds and the ``markets`` most promising others."""
+        allowed = _spot_markets(obs, view)
+        if len(allowed) <= self.markets:
+            return allowed
+        held = view.current.market if view.current is not None else -1
+        day = max(1, round(24 * SECONDS_PER_HOUR / obs.slot_seconds))
+
+        def saving(m: int) -> float:
+            outlook = obs.outlooks[m]
+            chance = float(np.mean(outlook.capacity.at_least(view.job.n_min)[:day]))
+            discount = obs.markets[m].on_demand_price - float(obs.price_now[m])
+            return chance * discount
+
+        ranked = sorted(allowed, key=lambda m: (m != held, -saving(m), m))
+        return sorted(ranked[: self.markets + (held in allowed)])
+
+    def _due(self, obs: Observation, view: JobView, market: int) -> bool:
+        """True when the job's program for ``market`` must be solved (again) at this slot."""
+        program = self._programs.get((view.id, market))
+        resolve = max(1, round(self.resolve_hours * SECONDS_PER_HOUR / obs.slot_seconds))
+        return (program is None
+                or obs.slot - program.solved_at >= min(resolve, program.solution.slots)
+                or _slack(obs, view) > program.solution.max_slack + 1e-6
+                or program.solution.job != _single_job(obs, view, obs.slot - program.solved_at))
+
+    def _program(self, obs: Observation, view: JobView, market: int) -> _Program:
+        key = (view.id, market)
+        program = self._programs.get(key)
+        if program is None or self._due(obs, view, market):
+            job = _single_job(obs, view)
+            slots = stochastic.horizon(job, self._window(obs))
+            on, price = self.forecast.transitions(obs, market, slots)
+            solution = stochastic.solve(job, SpotModel(on, price), _slack(obs, view),
+                                        window=self._window(obs))
+            program = self._programs[key] = _Program(obs.slot, solution)
+        return program
+
+    def _window(self, obs: Observation) -> int | None:
+        if self.window_hours is None:
+            return None
+        return max(1, round(self.window_hours * SECONDS_PER_HOUR / obs.slot_seconds))
+
+
+def _spot_markets(obs: Observation, view: JobView) -> list[int]:
+    return [m for m, market in enumerate(obs.markets) if view.job.may_use(market.key)]
+
+
+def _single_job(obs: Observation, view: JobView, since: int = 0) -> SingleJob:
+    """The job in slots from the boundary ``since`` slots ago (its program's origin)."""
+    job = view.job
+    slot = obs.slot_seconds
+    start = obs.time - since * slot
+    market = obs.markets[on_demand_market(obs, view)]
+    return SingleJob(
+        deadline=(job.hard_deadline - start) / slot,
+        soft=(job.soft_deadline - start) / slot,
+        overhead=job.restart_overhead / slot,
+        instances=job.n_min,
+        on_demand_price=market.on_demand_price,
+        slot_hours=obs.slot_hours,
+        value=job.value,
+        value_at_hard_deadline=job.value_at_hard_deadline,
+        miss_penalty=job.miss_penalty,
+    )
+
+
+def _slack(obs: Observation, view: JobView) -> float:
+    """Slots to spare now: time to the hard deadline less the running the remaining work
+    needs."""
+    job = view.job
+    work = job.seconds_needed(view.remaining, job.n_min, overhead=0.0)
+    return (job.hard_deadline - obs.time - work) / obs.slot_seconds
+
+
+def _held(current: Allocation | None, market: int, od_market: int, n: int) -> int:
+    """The mode the job holds as seen from ``market``'s program (idle when any action there
+    is a switch)."""
+    if current is not None and current.total == n:
+        if current.spot == n and current.market == market:
+            return SPOT
+        if current.on_demand == n and current.market == od_market:
+            return ON_DEMAND
+    return IDLE

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from solver.market import SECONDS_PER_HOUR, Market
+from solver.policies.spec import RECOMMENDED
 
 if TYPE_CHECKING:
     from solver.policies import PolicySpec
@@ -60,7 +61,7 @@ class Settings(BaseSettings):
         description="Partitions of job-events and decisions; each plans its jobs on its own",
     )
     slot_seconds: float = Field(SECONDS_PER_HOUR, gt=0, description="Slot length Δ in seconds")
-    policy: str = Field("uniform-progress",
+    policy: str = Field(RECOMMENDED,
                         description="Policy spec NAME[:key=value,...] the scheduler runs")
     markets_file: Path | None = Field(
         None, description="JSON catalogue {market key: on-demand USD/h} the scheduler plans over"

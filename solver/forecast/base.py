@@ -44,12 +44,16 @@ class Seasonality:
     phase: int
 
     def __post_init__(self) -> None:
-        if self.period < 1:
-            raise ValueError(f"seasonality period={self.period!r}: expected at least 1 slot")
-        if not 0 <= self.phase < self.period:
-            raise ValueError(
-                f"seasonality phase={self.phase!r}: expected 0 <= phase < period={self.period}"
-            )
+        check_cycle("seasonality", self.period, self.phase)
+
+
+def check_cycle(owner: str, period: int, phase: int = 0) -> None:
+    """``period`` is at least one slot and ``phase`` a position within it (errors name
+    ``owner``)."""
+    if period < 1:
+        raise ValueError(f"{owner} period={period!r}: expected at least 1 slot")
+    if not 0 <= phase < period:
+        raise ValueError(f"{owner} phase={phase!r}: expected 0 <= phase < period={period}")
 
 
 def slot_seasonality(origin: float, slot_seconds: float) -> Seasonality:

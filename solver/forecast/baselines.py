@@ -11,7 +11,7 @@ from collections import deque
 
 import numpy as np
 
-from solver.forecast.base import Described, check_horizon, check_value, unknown
+from solver.forecast.base import Described, check_cycle, check_horizon, check_value, unknown
 
 
 class Persistence(Described):
@@ -29,22 +29,28 @@ class Persistence(Described):
         return np.full(check_horizon(horizon), self._last)
 
 
-class SeasonalNaive(Described):
-    """The value one season (``period`` slots) before each slot ahead; the last observed value
-    where that one is unobserved or older than the data."""
+class _Recent(Described):
+    """The last ``size`` values (unobserved ones as ``NaN``) and the last observed one."""
 
-    def __init__(self, period: int = 24) -> None:
-        if period < 1:
-            raise ValueError(f"SeasonalNaive period={period!r}: expected at least 1 slot")
-        self.period = period
-        self._season: deque[float] = deque(maxlen=period)
+    def __init__(self, size: int) -> None:
+        self._values: deque[float] = deque(maxlen=size)
         self._last = math.nan
 
     def learn_one(self, y: float) -> None:
         value = check_value(y)
-        self._season.append(value)
+        self._values.append(value)
         if not math.isnan(value):
             self._last = value
+
+
+class SeasonalNaive(_Recent):
+    """The value one season (``period`` slots) before each slot ahead; the last observed value
+    where that one is unobserved or older than the data."""
+
+    def __init__(self, period: int = 24) -> None:
+        check_cycle("SeasonalNaive", period)
+        super().__init__(period)
+        self.period = period
 
     def forecast(self, horizon: int) -> np.ndarray:
         horizon = check_horizon(horizon)
@@ -53,27 +59,20 @@ class SeasonalNaive(Described):
         # The last `period` slots, oldest first, NaN before the data starts: slot ahead k
         # (0-based) repeats entry k % period.
         season = np.full(self.period, math.nan)
-        season[self.period - len(self._season) :] = self._season
+        season[self.period - len(self._values) :] = self._values
         out = season[np.arange(horizon) % self.period]
         out[np.isnan(out)] = self._last
         return out
 
 
-class MovingAverage(Described):
+class MovingAverage(_Recent):
     """The mean of the observed values among the last ``window`` slots, for every slot ahead."""
 
     def __init__(self, window: int = 24) -> None:
         if window < 1:
             raise ValueError(f"MovingAverage window={window!r}: expected at least 1 slot")
+        super().__init__(window)
         self.window = window
-        self._values: deque[float] = deque(maxlen=window)
-        self._last = math.nan
-
-    def learn_one(self, y: float) -> None:
-        value = check_value(y)
-        self._values.append(value)
-        if not math.isnan(value):
-            self._last = value
 
     def forecast(self, horizon: int) -> np.ndarray:
         observed = [v for v in self._values if not math.isnan(v)]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.forecast.base import Described
+from solver.forecast.base import Described, check_cycle
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,7 @@ class CapacityLevels(Described):
 
     def __init__(self, period: int = 24, half_life_cycles: float = 7.0,
                  max_level: int = 256) -> None:
-        if period < 1:
-            raise ValueError(f"CapacityLevels period={period!r}: expected at least 1")
+        check_cycle("CapacityLevels", period)
         if not (math.isfinite(half_life_cycles) and half_life_cycles > 0):
             raise ValueError(
                 f"CapacityLevels half_life_cycles={half_life_cycles!r}: expected a number > 0")

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from solver.forecast.base import Described, check_horizon, unknown
+from solver.forecast.base import Described, check_cycle, check_horizon, unknown
 
 
 class MarkovAvailability(Described):
@@ -25,21 +25,9 @@ class MarkovAvailability(Described):
     the last observed slot.
     """
 
-    def __init__(
-        self,
-        period: int = 24,
-        phase: int = 0,
-        buckets: int = 24,
-        decay: float = 0.98,
-        bucket_decay: float = 0.9,
-        prior: float = 5.0,
-    ) -> None:
-        if period < 1:
-            raise ValueError(f"MarkovAvailability period={period!r}: expected at least 1 slot")
-        if not 0 <= phase < period:
-            raise ValueError(
-                f"MarkovAvailability phase={phase!r}: expected 0 <= phase < period={period}"
-            )
+    def __init__(self, period: int = 24, phase: int = 0, buckets: int = 24, decay: float = 0.98,
+                 bucket_decay: float = 0.9, prior: float = 5.0) -> None:
+        check_cycle("MarkovAvailability", period, phase)
         if buckets < 1:
             raise ValueError(f"MarkovAvailability buckets={buckets!r}: expected at least 1")
         for name, value in (("decay", decay), ("bucket_decay", bucket_decay)):

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from solver.forecast.base import Described, check_horizon, unknown
+from solver.forecast.base import Described, check_cycle, check_horizon, unknown
 from solver.forecast.hazards import AGE_EDGES, HazardTable, age_bucket
 
 _RESCALE_ABOVE = 1e12
@@ -45,11 +45,7 @@ class SemiMarkovAvailability(Described):
         age_prior: float = 16.0,
         day_prior: float = 64.0,
     ) -> None:
-        if period < 1:
-            raise ValueError(f"SemiMarkovAvailability period={period!r}: expected at least 1")
-        if not 0 <= phase < period:
-            raise ValueError(
-                f"SemiMarkovAvailability phase={phase!r}: expected 0 <= phase < period={period}")
+        check_cycle("SemiMarkovAvailability", period, phase)
         if day_buckets < 1:
             raise ValueError(
                 f"SemiMarkovAvailability day_buckets={day_buckets!r}: expected at least 1")

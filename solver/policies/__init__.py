@@ -1,6 +1,18 @@
-"""Scheduling policies; build one with :func:`~solver.policies.registry.make_policy`."""
+"""Scheduling policies; build one with :func:`~solver.policies.registry.make_policy`.
 
-from solver.policies.registry import HINDSIGHT, POLICIES, check_spec, make_policy
-from solver.policies.spec import PolicySpec
+The registry (and with it every policy) loads on first use, so that reading a spec or the
+recommended policy's name stays light."""
 
-__all__ = ["HINDSIGHT", "POLICIES", "PolicySpec", "check_spec", "make_policy"]
+from typing import Any
+
+from solver.policies.spec import RECOMMENDED, PolicySpec
+
+__all__ = ["HINDSIGHT", "POLICIES", "RECOMMENDED", "PolicySpec", "check_spec", "make_policy"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("HINDSIGHT", "POLICIES", "check_spec", "make_policy"):
+        from solver.policies import registry
+
+        return getattr(registry, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

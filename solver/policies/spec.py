@@ -12,6 +12,10 @@ from dataclasses import dataclass
 ParamValue = bool | int | float | str
 
 
+RECOMMENDED = "risk-aware"
+"""The policy the worker runs unless told otherwise: the online planner that plans on the
+markets' forecast distributions."""
+
 @dataclass(frozen=True)
 class PolicySpec:
     """A policy name and its parameters (sorted by name)."""

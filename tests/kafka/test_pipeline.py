@@ -115,6 +115,19 @@ def test_invalid_events_are_dead_lettered_while_valid_ones_flow(pipelines, tmp_p
     assert decision_rows(pipeline.decisions()) == expected
 
 
+@pytest.mark.parametrize("policy", ["chc:window_hours=12,commitment=2",
+                                    "policy-selection:rate=2,learner=exp3,seed=4"])
+def test_planners_with_parameters_decide_through_kafka_as_in_process(pipelines, tmp_path,
+                                                                      policy):
+    catalogue = synthetic_ticks(SPEC)
+    pipeline = pipelines([t.market for t in catalogue], policy=policy)
+    expected = synthetic_expectation(pipeline, tmp_path)
+    pipeline.wait_until_joined(pipeline.start_worker())
+    asyncio.run(publish_replay(pipeline.settings, iter(synthetic_events())))
+    assert pipeline.wait_for_rows(expected) == expected
+    assert pipeline.dead_letters() == []
+
+
 def test_two_workers_split_the_partitions_and_decide_like_one(pipelines, tmp_path):
     catalogue = synthetic_ticks(SPEC)
     pipeline = pipelines([t.market for t in catalogue], job_partitions=4, market_partitions=4)

@@ -35,6 +35,7 @@ from solver.policies.forecast_sources import (
     NoisyOracleForecast,
 )
 from solver.policies.selection import DEFAULT_POOL, FALLBACK, Selector
+from solver.policies.spec import format_pool
 from solver.simulator import simulate
 
 POLICY_ORDER = ("on-demand", "spot-only", "greedy", "uniform-progress", "prediction-free",
@@ -289,7 +290,7 @@ def sensitivity(
                             models=episode.fresh_models()).jobs
             monitor = ForecastErrorMonitor(noisy, prior=prior)
             policy = make_policy(
-                "policy-selection", selector=selector, fallback=FALLBACK,
+                "policy-selection", selector=selector, fallback=format_pool((FALLBACK,)),
                 error_threshold=settings.error_threshold, forecast_error=monitor,
                 build=lambda s, n=noisy, **_: make_policy(s, source=n) if s.name == "chc"
                 else make_policy(s))

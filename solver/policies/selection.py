@@ -45,7 +45,7 @@ from solver.experts import Exp3, Hedge, RegretTrace, Round
 from solver.job import Allocation, Job
 from solver.market import Market
 from solver.observation import Decision, JobView, Observation, Policy
-from solver.policies.spec import PolicySpec
+from solver.policies.spec import PolicySpec, parse_pool
 
 LEARNERS = {Hedge.name: Hedge, Exp3.name: Exp3}
 
@@ -164,9 +164,9 @@ class PolicySelection:
 
     name = "policy-selection"
     PARAMETERS: ClassVar[dict[str, type]] = {
-        "learner": str, "rate": float, "loss_scale": float, "error_threshold": float, "seed": int}
-    CONTEXT: ClassVar[tuple[str, ...]] = (
-        "pool", "fallback", "selector", "build", "member_context", "forecast_error")
+        "learner": str, "rate": float, "loss_scale": float, "error_threshold": float, "seed": int,
+        "pool": str, "fallback": str}
+    CONTEXT: ClassVar[tuple[str, ...]] = ( "selector", "build", "member_context", "forecast_error")
 
     def __init__(
         self,
@@ -176,14 +176,18 @@ class PolicySelection:
         loss_scale: float = 0.1,
         error_threshold: float = math.inf,
         seed: int = 0,
-        pool: Sequence[PolicySpec] = DEFAULT_POOL,
-        fallback: PolicySpec = FALLBACK,
+        pool: str | Sequence[PolicySpec] = DEFAULT_POOL,
+        fallback: str | PolicySpec = FALLBACK,
         selector: Selector | None = None,
         member_context: dict[str, Any] | None = None,
         forecast_error: Callable[[Observation], float] = outlook_error,
     ) -> None:
         if math.isnan(error_threshold):
             raise ValueError(f"error_threshold={error_threshold!r}: expected a number")
+        if isinstance(pool, str):
+            pool = parse_pool(pool)
+        if isinstance(fallback, str):
+            (fallback,) = parse_pool(fallback)
         self.selector = selector if selector is not None else Selector(
             pool, learner, rate, seed, loss_scale)
         self.forecast_error = forecast_error
@@ -191,6 +195,11 @@ class PolicySelection:
         self.fallback = self.selector.index(fallback)
         self._make = build
         self._member_context = member_context or {}
+        for member in self.selector.pool:  # a member that cannot be built fails here
+            try:
+                build(member, **self._member_context)
+            except ValueError as exc:
+                raise ValueError(f"pool member {member}: {exc}") from None
         self._live: dict[int, Policy] = {}
         self._shadows: list[Engine] = []
         self._shadowed = -1

@@ -1,7 +1,10 @@
 """A policy name and its parameters, as written ``NAME[:key=value,...]``.
 
-``chc:window_hours=12,commitment=2`` on the command line, in settings and as a
-policy-selection pool member. A spec is syntax; :func:`solver.policies.registry.check_spec`
+``chc:window_hours=12,commitment=2`` on the command line and in settings. A policy-selection
+pool is one parameter, its members joined by ``+``, each member's parameters in parentheses and
+separated by ``;`` (:func:`parse_pool`):
+``policy-selection:pool=risk-aware+prediction-free(sigma=0.5)+chc(window_hours=12;commitment=2)``.
+A spec is syntax; :func:`solver.policies.registry.check_spec`
 checks it against what the named policy declares.
 """
 
@@ -61,3 +64,22 @@ def _show(value: ParamValue) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def parse_pool(text: str) -> tuple[PolicySpec, ...]:
+    """The members of a pool written ``NAME(key=value;...)+NAME+...``."""
+    members = []
+    for member in text.split("+"):
+        name, paren, rest = member.strip().partition("(")
+        if paren and not rest.endswith(")"):
+            raise ValueError(f"pool={text!r}: {member.strip()!r}: expected NAME or "
+                             "NAME(key=value;...)")
+        members.append(PolicySpec.parse(name + ":" + rest[:-1].replace(";", ",")
+                                        if paren else name))
+    return tuple(members)
+
+
+def format_pool(members: tuple[PolicySpec, ...]) -> str:
+    """``members`` as :func:`parse_pool` reads them."""
+    return "+".join(m.name + (f"({str(m).partition(':')[2].replace(',', ';')})" if m.params
+                              else "") for m in members)

@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -5,19 +7,20 @@ from hypothesis import strategies as st
 
 from solver.job import JobResult
 from solver.market import MarketData
-from solver.policies import PolicySpec, make_policy
+from solver.policies import PolicySpec, check_spec, make_policy
 from solver.policies.selection import PolicySelection, Selector, on_demand_bill, round_losses
+from solver.policies.spec import format_pool, parse_pool
 from solver.simulator import simulate
 from tests.solver.helpers import HOUR, flat_data, job, markets
 
 POOL = (PolicySpec("prediction-free"), PolicySpec("greedy"), PolicySpec("uniform-progress"),
         PolicySpec("on-demand"), PolicySpec("spot-only"))
-FALLBACK = PolicySpec("prediction-free")
+FALLBACK = "prediction-free"
 
 
 def selection(seed=0, learner="hedge", **kw):
     kw.setdefault("fallback", FALLBACK)
-    return make_policy("policy-selection", pool=POOL, seed=seed, learner=learner, **kw)
+    return make_policy("policy-selection", pool=format_pool(POOL), seed=seed, learner=learner, **kw)
 
 
 def run(data, jobs, policy):
@@ -125,9 +128,8 @@ def test_hedge_settles_on_the_member_that_is_best_every_round():
     data = flat_data([[0.5] * 80], [[1] * 80])
     jobs = [job(f"j{k}", workload=2.0, release=k * 2 * HOUR, soft=(k * 2 + 6) * HOUR,
                 value=30.0, miss_penalty=30.0) for k in range(36)]
-    policy = make_policy("policy-selection", pool=(PolicySpec("on-demand"),
-                                                   PolicySpec("spot-only")),
-                         fallback=PolicySpec("on-demand"), seed=0)
+    policy = make_policy("policy-selection", pool="on-demand+spot-only",
+                         fallback="on-demand", seed=0)
     run(data, jobs, policy)
     p = policy.selector.learner.probabilities()
     assert p[1] > 0.95  # spot-only, with spot always there at a sixth of the price
@@ -176,7 +178,7 @@ def test_members_asking_for_the_same_spot_are_spread_over_markets_with_room():
     b = job("b", workload=3.0, soft=6 * HOUR)
     # Neither member knows the other's job (nor does greedy track its own jobs' claims).
     pool = (PolicySpec("greedy"), PolicySpec("spot-only"))
-    policy = make_policy("policy-selection", pool=pool, fallback=PolicySpec("greedy"))
+    policy = make_policy("policy-selection", pool=format_pool(pool), fallback="greedy")
     result = run(data, [a, b], policy)
     first = {job_id: alloc for t, job_id, alloc in result.decisions if t == 0}
     assert first["a"].market == 0 and first["b"].market == 1
@@ -190,7 +192,7 @@ def test_members_asking_for_the_same_spot_are_spread_over_markets_with_room():
         (lambda: Selector(POOL + POOL[:1]), "duplicate members"),
         (lambda: Selector(POOL, learner="ucb"), "learner='ucb'"),
         (lambda: Selector(POOL, loss_scale=0.0), "loss_scale=0.0"),
-        (lambda: selection(fallback=PolicySpec("chc")), "member chc: expected one of"),
+        (lambda: selection(fallback="chc"), "member chc: expected one of"),
         (lambda: make_policy("policy-selection:rate=0"), "rate scale=0.0"),
         (lambda: make_policy("policy-selection", error_threshold=float("nan")),
          "error_threshold=nan"),
@@ -208,3 +210,26 @@ def test_registered_default_runs_without_arguments():
     result = simulate(data, jobs[:2], policy, until_end=True)
     assert all(isinstance(r, JobResult) for r in result.jobs)
     assert isinstance(data, MarketData)
+
+
+def test_a_pool_is_written_as_one_spec_parameter_and_read_back():
+    text = "risk-aware+prediction-free(sigma=0.5)+chc(commitment=2;window_hours=12)"
+    members = parse_pool(text)
+    assert members == (PolicySpec("risk-aware"), PolicySpec.of("prediction-free", sigma="0.5"),
+                       PolicySpec.of("chc", window_hours="12", commitment="2"))
+    assert format_pool(members) == text
+    policy = make_policy(f"policy-selection:pool={text},fallback=chc(window_hours=12;"
+                         "commitment=2),seed=3")
+    assert [str(m) for m in policy.selector.pool] == [
+        "risk-aware", "prediction-free:sigma=0.5", "chc:commitment=2,window_hours=12"]
+    assert policy.fallback == 2
+
+
+@pytest.mark.parametrize("pool, message", [
+    ("greedy+nope", "pool member nope: policy='nope': expected one of"),
+    ("greedy+chc(window=3)", "pool member chc:window=3: policy chc: parameter 'window'"),
+    ("greedy+chc(window_hours=3", "expected NAME or NAME(key=value;...)"),
+])
+def test_a_bad_pool_member_is_named_in_the_error(pool, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        check_spec(f"policy-selection:pool={pool},fallback=greedy")

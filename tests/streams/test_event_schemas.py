@@ -3,7 +3,7 @@ import json
 import pytest
 from hypothesis import given
 
-from streams.contract import EVENT_TYPES, dump_event
+from streams.contract import EVENT_TYPES, dump_event, parse_event
 from streams.contract.schema import json_schemas, write_schemas
 from tests.streams.strategies import events
 
@@ -55,3 +55,23 @@ def test_write_schemas_writes_sorted_indented_files(tmp_path):
         assert schema == schemas[path.name.removesuffix(".schema.json")]
         assert text == json.dumps(schema, sort_keys=True, indent=2) + "\n"
     assert write_schemas(out) == paths
+
+
+def _integers_as_floats(value):
+    """The same JSON as a writer that prints every number as a float (``1`` → ``1.0``)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _integers_as_floats(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integers_as_floats(v) for v in value]
+    return value
+
+
+@given(events)
+def test_what_the_schema_accepts_with_float_integers_the_reader_accepts(event):
+    data = _integers_as_floats(json.loads(dump_event(event)))
+    VALIDATORS["event"].validate(data)  # 1.0 is an integer to JSON Schema
+    assert parse_event(json.dumps(data).encode()) == event

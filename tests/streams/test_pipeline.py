@@ -11,7 +11,9 @@ from streams.contract import (
     MarketBoundary,
     PriceTick,
     PublishedForecast,
+    dump_event,
 )
+from streams.contract.fields import iso
 from streams.kafka.partitions import partition_for
 from streams.pipeline import (
     EpochCoordinator,
@@ -21,8 +23,9 @@ from streams.pipeline import (
     decision_rows,
     epoch_index,
 )
+from streams.pipeline.declaration import PipelineConfig
 from streams.replay import submission, trace_events
-from streams.runners.memory import run_in_memory
+from streams.runners.memory import MemoryPipeline, run_in_memory
 
 SLOT = 3600.0
 
@@ -143,3 +146,22 @@ def test_online_policies_with_parameters_decide_in_memory_like_the_simulator(mar
 def test_every_registered_online_policy_is_covered_by_the_equivalence_tests():
     named = {PolicySpec.parse(p).name for p in ONLINE_SPECS} | set(BARE)
     assert set(POLICIES) - named == {"optimum"}  # offline: it reads the future
+
+
+def test_every_message_written_carries_its_cloud_event_headers(market):
+    ticks, data, jobs = market
+    pipeline = MemoryPipeline(PipelineConfig(data.markets, SLOT, PolicySpec("greedy")))
+    for event in trace_events(ticks, jobs[:4]):
+        topics = pipeline.topics
+        topic = topics.job_events if event.type == "job_submitted" else topics.market_ticks
+        pipeline.send(topic, dump_event(event), event.key.encode())
+    assert pipeline.decisions and pipeline.forecasts
+    for topic, written in pipeline.written.items():
+        for event, headers in zip(written, pipeline.headers[topic], strict=True):
+            h = {name: value.decode() for name, value in headers}
+            assert h == {"ce_specversion": "1.0", "ce_id": event.idempotency_key,
+                         "ce_type": f"spotsched.{event.type}", "ce_subject": event.key,
+                         "ce_time": h["ce_time"], "ce_source": h["ce_source"],
+                         "content-type": "application/json"}
+            assert h["ce_time"] == iso(event.event_time)
+            assert h["ce_source"].startswith("/spotsched/")

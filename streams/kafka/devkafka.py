@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import base64
 import ctypes
+import hashlib
 import os
 import shutil
 import signal
@@ -36,7 +37,7 @@ from aiokafka.errors import KafkaError
 
 KAFKA_VERSION = "4.0.2"
 HOME_ENV = "SPOTSCHED_KAFKA_HOME"
-DEPLOY_DIR = Path(__file__).resolve().parent.parent / "deploy" / "kafka"
+DEPLOY_DIR = Path(__file__).resolve().parents[2] / "deploy" / "kafka"
 JVM_OPTS = ("-Xms256m", "-Xmx512m", "-Djava.awt.headless=true")
 
 
@@ -60,14 +61,16 @@ def _require(tool: str, hint: str) -> str:
 
 
 def fetch_jars(home: Path) -> Path:
-    """Fetch the broker's jars into ``home/libs`` once, with Maven; return that directory."""
-    libs = home / "libs"
+    """Fetch the broker's and the console tools' jars once, with Maven, into a directory of
+    ``home`` named after the POM's digest (a changed POM fetches afresh); return it."""
+    digest = hashlib.sha256((DEPLOY_DIR / "pom.xml").read_bytes()).hexdigest()[:12]
+    libs = home / f"libs-{digest}"
     if libs.is_dir():
         return libs
     _require("java", "a Java 17+ runtime is needed to run Kafka")
     mvn = _require("mvn", "Maven is needed to fetch the Kafka jars")
     home.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix="libs-", dir=home))
+    staging = Path(tempfile.mkdtemp(prefix="staging-", dir=home))
     cmd = [
         mvn, "-q", "-B", "-f", str(DEPLOY_DIR / "pom.xml"),
         "dependency:copy-dependencies", "-DincludeScope=runtime",

@@ -16,7 +16,6 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from solver.market import Market, MarketTicks, build_market_data
-from solver.policies import make_policy
 from solver.synthetic import SYNTHETIC_START, SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
 from streams.contract import (
@@ -127,18 +126,19 @@ def test_aws_prices_reach_a_worker_and_a_restarted_feed_repeats_and_skips_nothin
 
     catalogue = tuple(changes)
     events = sorted(trace_events(trace, jobs), key=lambda e: not isinstance(e, JobSubmitted))
-    expected = decision_rows(run_in_memory(iter(events), catalogue, SLOT,
-                                           lambda: make_policy("greedy")))
+    expected = decision_rows(run_in_memory(iter(events), catalogue, SLOT, "greedy"))
     assert len(expected) > 20
     assert pipeline.wait_for_rows(expected) == expected
     decisions = [d for d in pipeline.decisions() if isinstance(d, ProvisioningDecision)
-                 and not d.reason.startswith("released")]
+                 and d.action != "release"]
     by_key = {m.key: c for m, c in changes.items()}
     for decision in decisions:
-        seen = decision.forecast["spot_price_now"]
+        assert decision.market_view is not None
+        seen = decision.market_view.spot_price_now
         in_force = price_at(by_key[decision.market], decision.slot_start.timestamp())
         assert seen == pytest.approx(in_force, rel=1e-9), decision
-    assert {d.forecast["spot_available_now"] for d in decisions} == {float(GRID.available)}
+    assert {d.market_view.spot_available_now for d in decisions if d.market_view} == {
+        GRID.available}
     assert pipeline.dead_letters() == []
 
 

@@ -17,6 +17,7 @@ from streams.kafka.clients import publish_replay
 from streams.pipeline import decision_rows
 from streams.replay import trace_events
 from streams.settings import read_catalogue
+from tests.kafka.console import check_against_the_contract, console_records
 from tests.kafka.pipeline_harness import Pipeline, publish_raw, rows_from_jsonl, wait_for
 from tests.traces_dir import needs_traces, traces_dir
 
@@ -113,6 +114,11 @@ def test_invalid_events_are_dead_lettered_while_valid_ones_flow(pipelines, tmp_p
         assert expected_reason in reasons, reasons
     assert all(d.original() for d in letters)
     assert decision_rows(pipeline.decisions()) == expected
+    # What the service wrote, as Kafka's console consumer shows it, against the schemas.
+    for topic in (pipeline.topics.decisions, pipeline.topics.forecasts,
+                  pipeline.topics.market_boundaries, pipeline.topics.dead_letters):
+        check_against_the_contract(console_records(pipeline.bootstrap, topic,
+                                                   len(pipeline.read(topic))))
 
 
 @pytest.mark.parametrize("policy", ["chc:window_hours=12,commitment=2",

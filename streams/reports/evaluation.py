@@ -56,8 +56,6 @@ def run_evaluation(
     requested files; the CHC sensitivity study runs (on ``fine-tune``) when plots are asked,
     the value-of-forecasts study when ``forecast_values``."""
     specs = check_policies(policies) if policies is not None else None
-    for path in (plots, json_path):
-        _check_writable(path)
     cases = build_cases(ticks, scenarios, windows, seed, cant_be_late)
     study = next((c for c in cases if c.scenario == "fine-tune"), None) if plots else None
     total = sum(len(c.episodes) * len(specs or default_policies(c.scenario)) for c in cases)
@@ -94,17 +92,6 @@ def run_evaluation(
         for path in write_plots(plots, results, points, values):
             console.print(f"wrote {path}")
     return results
-
-
-def _check_writable(path: Path | None) -> None:
-    """Fail before the work when an output cannot be written."""
-    if path is None:
-        return
-    folder = path if path.suffix == "" else path.parent
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"{path}: expected a writable location ({exc.strerror})") from None
 
 
 def _title(case: Case, source: str) -> str:

@@ -76,8 +76,10 @@ def run_forecast_report(
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(_finite(report), indent=2) + "\n")
+        console.print(f"wrote {json_path}", highlight=False, soft_wrap=True)
     if plots_dir is not None:
-        plot_report(plots_dir, markets, horizons, scores, factories[MODEL], title)
+        for path in plot_report(plots_dir, markets, horizons, scores, factories[MODEL], title):
+            console.print(f"wrote {path}", highlight=False, soft_wrap=True)
     return report
 
 

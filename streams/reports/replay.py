@@ -13,6 +13,8 @@ from solver.evaluation.compare import PolicySummary
 from solver.job import Job
 from solver.market import MarketData
 from solver.simulator import SimulationResult
+from solver.timefmt import iso_utc
+from streams.pipeline import epoch_index
 
 
 def summary_table(summaries: Sequence[PolicySummary], title: str) -> Table:
@@ -27,6 +29,37 @@ def summary_table(summaries: Sequence[PolicySummary], title: str) -> Table:
             str(s.soft_deadline_misses), str(s.hard_deadline_misses), str(s.preemptions),
         )
     return table
+
+
+def jobs_table(results: Sequence[SimulationResult]) -> Table:
+    """Every job's outcome under every policy: restarts, refusals, preemptions, cost, finish
+    time (UTC) and which deadline it met."""
+    table = Table(title="jobs")
+    for column in ("job", "policy", "restarts", "refusals", "preemptions", "cost USD",
+                   "finished (UTC)", "deadline met"):
+        table.add_column(column, justify="right" if column not in ("job", "policy") else "left")
+    for result in results:
+        for j in result.jobs:
+            finished = "-" if j.completion is None else iso_utc(round(j.completion))
+            met = "soft" if j.soft_deadline_met else "hard" if j.hard_deadline_met else "no"
+            table.add_row(j.job_id, result.policy, str(j.restarts), str(j.refusals),
+                          str(j.preemptions), f"{j.cost:,.2f}", finished, met)
+    return table
+
+
+def write_decisions(path: Path, data: MarketData, results: Sequence[SimulationResult]) -> Path:
+    """Every decision as a JSON line: policy, slot start (``time``, ISO-8601 UTC), ``epoch``
+    (the slot's index since the Unix epoch, as on the wire), job, market and instance counts."""
+    with path.open("w") as out:
+        for result in results:
+            for slot, job_id, a in result.decisions:
+                start = data.slot_start(slot)
+                out.write(json.dumps({
+                    "policy": result.policy, "time": iso_utc(start),
+                    "epoch": epoch_index(start, data.slot_seconds), "job_id": job_id,
+                    "market": data.markets[a.market].key, "spot": a.spot,
+                    "on_demand": a.on_demand}) + "\n")
+    return path
 
 
 def write_report(

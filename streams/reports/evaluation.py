@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
@@ -271,6 +272,7 @@ def _plot_regret(plt, directory: Path, traced: Sequence[CaseResult]) -> Path:
     t = np.arange(1, longest + 1)
     ax.plot(t, [regret_bound(int(n), k) for n in t], "k--",
             label=f"Hedge bound √(2T ln K) + √(ln K / 8), K = {k}")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("rounds (jobs settled)")
     ax.set_ylabel("regret (loss units)")
     ax.set_title("policy-selection regret against the best fixed member")

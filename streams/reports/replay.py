@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -114,7 +115,8 @@ def replay_span(data: MarketData, jobs: Sequence[Job],
     start = min(j.release for j in jobs)
     end = max([j.hard_deadline for j in jobs] + finishes)
     first = min(max(data.slot_of(start), 0), data.n_slots - 1)
-    last = max(min(data.slot_of(end - 1e-9) + 1, data.n_slots), first + 1)
+    last = max(min(math.ceil((end - data.origin) / data.slot_seconds), data.n_slots),
+               first + 1)
     return first, last
 
 

@@ -6,6 +6,10 @@ import math
 from dataclasses import dataclass
 
 from solver.market import SECONDS_PER_HOUR
+from solver.timefmt import iso_utc
+
+TIME_FIELDS = frozenset({"release", "soft_deadline", "hard_deadline"})
+"""The fields of a job that are Unix seconds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,9 +42,7 @@ class Job:
 
     def __post_init__(self) -> None:
         def fail(name: str, expected: str) -> None:
-            raise ValueError(
-                f"job {self.id!r} {name}={getattr(self, name)!r}: expected {expected}"
-            )
+            raise ValueError(f"job {self.id!r} {name}={self._shown(name)}: expected {expected}")
 
         if not self.id:
             fail("id", "a non-empty identifier")
@@ -51,9 +53,10 @@ class Job:
         if self.workload <= 0:
             fail("workload", "a positive amount of work")
         if self.soft_deadline <= self.release:
-            fail("soft_deadline", f"a time after release={self.release!r}")
+            fail("soft_deadline", f"a time after release={self._shown('release')}")
         if self.hard_deadline < self.soft_deadline:
-            fail("hard_deadline", f"a time at or after soft_deadline={self.soft_deadline!r}")
+            fail("hard_deadline",
+                 f"a time at or after soft_deadline={self._shown('soft_deadline')}")
         if self.n_min < 1:
             fail("n_min", "at least 1 instance")
         if self.n_max < self.n_min:
@@ -66,6 +69,11 @@ class Job:
             fail("miss_penalty", "a non-negative amount")
         if self.value_at_hard_deadline > self.value:
             fail("value_at_hard_deadline", f"at most value={self.value!r}")
+
+    def _shown(self, name: str) -> str:
+        """A field's value for a message: times as ISO-8601 UTC."""
+        value = getattr(self, name)
+        return iso_utc(value) if name in TIME_FIELDS else repr(value)
 
     def throughput(self, n: int) -> float:
         """Work units per hour with ``n`` instances."""

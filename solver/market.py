@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solver.slotting import SlotClose, SlotCutter
+from solver.timefmt import iso_utc
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -93,8 +94,9 @@ class MarketTicks:
         if np.any(steps <= 0):
             i = int(np.argmax(steps <= 0)) + 1
             raise ValueError(
-                f"market {self.market.key}: tick {i} time={float(times[i])} is not after tick "
-                f"{i - 1} time={float(times[i - 1])}; expected strictly increasing times"
+                f"market {self.market.key}: tick {i} time={iso_utc(float(times[i]))} is not "
+                f"after tick {i - 1} time={iso_utc(float(times[i - 1]))}; expected strictly "
+                "increasing times"
             )
         bad = ~np.isfinite(prices) | (prices < 0)
         if np.any(bad):

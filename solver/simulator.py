@@ -30,6 +30,7 @@ from solver.forecast.models import MarketModels, OutlookTape
 from solver.job import Allocation, Job, JobResult
 from solver.market import MarketData
 from solver.observation import Policy
+from solver.timefmt import iso_utc
 
 
 @dataclass(frozen=True)
@@ -58,13 +59,13 @@ def validate_jobs(jobs: Sequence[Job], data: MarketData) -> None:
     for job in jobs:
         if job.release < data.origin:
             raise ValueError(
-                f"job {job.id!r} release={job.release!r}: expected at or after the market "
-                f"data's first slot start {data.origin!r}"
+                f"job {job.id!r} release={iso_utc(job.release)}: expected at or after the "
+                f"market data's first slot start {iso_utc(data.origin)}"
             )
         if job.hard_deadline > end:
             raise ValueError(
-                f"job {job.id!r} hard_deadline={job.hard_deadline!r}: expected at or before "
-                f"the market data's end {end!r}"
+                f"job {job.id!r} hard_deadline={iso_utc(job.hard_deadline)}: expected at or "
+                f"before the market data's end {iso_utc(end)}"
             )
 
 

@@ -2,43 +2,83 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 if TYPE_CHECKING:
+    from solver.evaluation.compare import PolicySummary
     from solver.simulator import SimulationResult
+    from streams.feeds.base import PriceSource
+    from streams.feeds.runner import FeedOptions
     from streams.settings import Settings
 
 from solver.evaluation.scenarios import CantBeLateSpec
 from solver.forecast.registry import DEFAULT_AVAILABILITY_MODEL, DEFAULT_PRICE_MODEL
 from solver.job import Job
-from solver.market import SECONDS_PER_HOUR, MarketData, MarketTicks, build_market_data
-from solver.policies import POLICIES, check_spec
+from solver.market import (
+    SECONDS_PER_HOUR,
+    Market,
+    MarketData,
+    MarketTicks,
+    build_market_data,
+)
+from solver.policies import POLICIES
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
+from streams.cli_errors import OneLineErrors, console, fail, wrote
+from streams.cli_options import (
+    Broker,
+    Ec2Endpoint,
+    LogLevel,
+    MarketPartitions,
+    MarketsFile,
+    MetricsHost,
+    MetricsPort,
+    OnDemandPrice,
+    PricesFile,
+    Seed,
+    SlotSeconds,
+    SlotSecondsSetting,
+    SyntheticDays,
+    SyntheticMarkets,
+    Traces,
+    TracesOrSynthetic,
+    at_least,
+    check_policies,
+    non_negative,
+    positive_count,
+    writes_dir,
+    writes_file,
+)
 
 app = typer.Typer(
+    cls=OneLineErrors,
     help="Deadline-aware scheduling of fine-tuning jobs on spot and on-demand instances.",
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console(width=None if sys.stdout.isatty() else 120)
 
 DEFAULT_POLICIES = ("on-demand", "spot-only", "greedy", "uniform-progress", "prediction-free",
                     "chc", "risk-aware", "policy-selection")
 
 
-OnDemandPrice = Annotated[list[str] | None, typer.Option(
-    "--on-demand-price", metavar="TYPE=USD_PER_HOUR",
-    help="On-demand price of an instance type in USD per hour; repeatable. Wins over --prices "
-    "and the built-in table.")]
-PricesFile = Annotated[Path | None, typer.Option(
-    "--prices", exists=True, dir_okay=False,
-    help="JSON or CSV table of instance type to on-demand USD per hour (docs/traces.md).")]
+def _print_version(value: bool) -> None:
+    from importlib.metadata import version
+
+    if value:
+        console.print(f"spotsched {version('spotsched')}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_print_version,
+        help="Print the installed version and exit.")] = False,
+) -> None:
+    """Deadline-aware scheduling of fine-tuning jobs on spot and on-demand instances."""
 
 
 def _on_demand_prices(flags: list[str] | None, file: Path | None) -> dict[str, float]:
@@ -59,11 +99,18 @@ def _load_traces(traces: list[Path], flags: list[str] | None,
 def _market_ticks(
     traces: list[Path], seed: int, markets: int, days: float,
     on_demand_price: list[str] | None = None, prices: Path | None = None,
+    tick_seconds: float = 300.0,
 ) -> tuple[list[MarketTicks], str]:
-    if traces:
-        return (_load_traces(traces, on_demand_price, prices),
-                ", ".join(p.name for p in traces))
-    spec = SyntheticMarketSpec(seed=seed, n_markets=markets, days=days)
+    """The ticks of the trace files, or of the synthetic market, and a name for them; a bad
+    one exits with a one-line error."""
+    try:
+        if traces:
+            return (_load_traces(traces, on_demand_price, prices),
+                    ", ".join(p.name for p in traces))
+        spec = SyntheticMarketSpec(seed=seed, n_markets=markets, days=days,
+                                   tick_seconds=tick_seconds)
+    except ValueError as exc:
+        fail(exc)
     return synthetic_ticks(spec), f"synthetic market (seed {seed})"
 
 
@@ -75,15 +122,7 @@ def _settings(**overrides: object) -> Settings:
     try:
         return load_settings(**overrides)
     except ValueError as exc:
-        _fail(exc)
-
-
-def _fail(error: Exception, code: int = 2) -> NoReturn:
-    """Print a one-line error and exit."""
-    from rich.markup import escape
-
-    console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code) from error
+        fail(exc)
 
 
 def _broker_client(level: str = "WARNING") -> None:
@@ -114,135 +153,126 @@ def _publish_replay(
             sent = asyncio.run(publish_replay(settings, trace_events(ticks, jobs), speed,
                                               lambda n: bar.advance(task, n)))
     except (ValueError, BrokerError) as exc:
-        _fail(exc)
+        fail(exc)
     console.print(f"published {sent} events ({len(jobs)} jobs) to {settings.bootstrap_servers}")
+
+
+Policies = Annotated[list[str] | None, typer.Option(
+    "--policy", callback=check_policies,
+    help=f"Policy NAME[:key=value,...] to run; repeat for more. Names: {', '.join(POLICIES)}. "
+    f"Default: {', '.join(DEFAULT_POLICIES)}.")]
 
 
 @app.command()
 def replay(
-    trace: Annotated[list[Path] | None, typer.Option(
-        help="Trace file (any supported format); repeat for more. Default: synthetic market.",
-        exists=True, dir_okay=False)] = None,
+    trace: TracesOrSynthetic = None,
     jobs: Annotated[Path | None, typer.Option(
-        help="Workload file (JSON or CSV of jobs) instead of generated jobs.",
-        exists=True, dir_okay=False)] = None,
-    n_jobs: Annotated[int, typer.Option(min=0, help="Jobs to generate.")] = 20,
-    policy: Annotated[list[str] | None, typer.Option(
-        help=f"Policy NAME[:key=value,...] to run; repeat for more. Names: "
-        f"{', '.join(POLICIES)}. Default: {', '.join(DEFAULT_POLICIES)}.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed for the synthetic market and workload.")] = 0,
-    slot_seconds: Annotated[float, typer.Option(min=1, help="Slot length Δ in seconds.")] = 3600,
-    markets: Annotated[int, typer.Option(min=1, max=8, help="Synthetic markets.")] = 4,
-    days: Annotated[float, typer.Option(min=1, help="Synthetic market length in days.")] = 14,
-    report: Annotated[Path | None, typer.Option(
-        help="Directory for report.json and replay.png.", file_okay=False)] = None,
-    decisions: Annotated[Path | None, typer.Option(
-        help="Write every decision as JSON lines (epoch, job, market, spot, on-demand).",
-        dir_okay=False)] = None,
+        help="Workload file (JSON or CSV of jobs, e.g. examples/jobs.json) instead of "
+        "generated jobs.", exists=True, dir_okay=False)] = None,
+    n_jobs: Annotated[int, typer.Option(help="Jobs to generate.", callback=positive_count)] = 20,
+    policy: Policies = None,
+    seed: Seed = 0,
+    slot_seconds: SlotSeconds = 3600,
+    markets: SyntheticMarkets = 4,
+    days: SyntheticDays = 14,
+    report: Annotated[Path | None, writes_dir("Folder for report.json and replay.png.")] = None,
+    decisions: Annotated[Path | None, writes_file(
+        "Write every decision as JSON lines (policy, time, epoch, job, market, spot, "
+        "on-demand).")] = None,
+    per_job: Annotated[bool, typer.Option(
+        "--per-job", help="Also print every job's outcome under every policy.")] = False,
     job_partitions: Annotated[int, typer.Option(
-        min=1, help="Scheduler partitions: jobs split as Kafka does, each planned alone.")] = 1,
+        help="Scheduler partitions: jobs split as Kafka does, each planned alone.",
+        callback=positive_count)] = 1,
     broker: Annotated[str | None, typer.Option(
         help="Publish the replay to Kafka at host:port instead of simulating in-process.")] = None,
     speed: Annotated[float | None, typer.Option(
-        min=0.001,
-        help="With --broker: event-time seconds per second (default: flat out).")] = None,
+        help="With --broker: event-time seconds per second (default: flat out).",
+        callback=at_least(0.001, "at least 0.001 event-time seconds per second"))] = None,
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
 ) -> None:
     """Replay a market and a workload: in-process through the simulator (no broker needed), or
     into Kafka with --broker for the workers to schedule."""
+    from streams.reports.replay import jobs_table, summary_table, write_decisions, write_report
+
+    policy = policy or list(DEFAULT_POLICIES)
+    ticks, source = _market_ticks(trace or [], seed, markets, days, on_demand_price, prices)
+    data, workload = _replay_inputs(ticks, slot_seconds, jobs, n_jobs, seed)
+    if broker is not None:
+        _publish_replay(broker, ticks, workload, speed, job_partitions)
+        return
+    results, summaries = _simulate(data, workload, policy, job_partitions)
+    console.print(summary_table(summaries, f"{len(workload)} jobs on {source}: "
+                                f"{len(data.markets)} markets × {data.n_slots} slots of "
+                                f"{data.slot_seconds:g} s"))
+    if per_job:
+        console.print(jobs_table(results))
+    if decisions is not None:
+        wrote(write_decisions(decisions, data, results))
+    if report is not None:
+        inputs = {"traces": [str(p) for p in trace or []], "jobs": str(jobs) if jobs else None,
+                  "n_jobs": len(workload), "policies": list(policy), "seed": seed,
+                  "slot_seconds": slot_seconds}
+        wrote(*write_report(report, data, workload, results, summaries, inputs))
+
+
+def _replay_inputs(ticks: list[MarketTicks], slot_seconds: float, jobs: Path | None,
+                   n_jobs: int, seed: int) -> tuple[MarketData, list[Job]]:
+    """The market data and the workload of a replay: the --jobs file or generated jobs."""
+    from streams.traces.jobs_file import load_jobs
+
+    try:
+        data = build_market_data(ticks, slot_seconds)
+        if jobs is not None:
+            return data, load_jobs(jobs)
+        return data, generate_jobs(data, n_jobs, WorkloadSpec(seed=seed))
+    except ValueError as exc:
+        fail(exc)
+
+
+def _simulate(data: MarketData, workload: list[Job], policies: list[str],
+              job_partitions: int) -> tuple[list[SimulationResult], list[PolicySummary]]:
+    """Every policy over the workload in-process, with a progress bar."""
     from rich.progress import Progress
 
     from solver.evaluation.compare import compare_policies
     from streams.kafka.partitions import partition_for
-    from streams.reports.replay import summary_table, write_report
 
-    trace = trace or []
-    policy = policy or list(DEFAULT_POLICIES)
-    try:
-        for spec in policy:
-            check_spec(spec)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--policy") from exc
-    try:
-        ticks, source = _market_ticks(trace, seed, markets, days, on_demand_price, prices)
-        data = build_market_data(ticks, slot_seconds)
-        if jobs is not None:
-            from streams.traces.jobs_file import load_jobs
-
-            workload = load_jobs(jobs)
-        else:
-            workload = generate_jobs(data, n_jobs, WorkloadSpec(seed=seed))
-    except ValueError as exc:
-        _fail(exc)
-    if broker is not None:
-        _publish_replay(broker, ticks, workload, speed, job_partitions)
-        return
     try:
         with Progress(console=console, transient=True) as bar:
             groups = len({partition_for(j.id, job_partitions) for j in workload}) or 1
-            task = bar.add_task("replaying", total=data.n_slots * len(policy) * groups)
-            results, summaries = compare_policies(
-                data, workload, policy, progress=lambda n: bar.advance(task, n),
+            task = bar.add_task("replaying", total=data.n_slots * len(policies) * groups)
+            return compare_policies(
+                data, workload, policies, progress=lambda n: bar.advance(task, n),
                 partition_of=lambda job_id: partition_for(job_id, job_partitions))
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
-    if decisions is not None:
-        _write_decisions(decisions, data, results)
-    title = (f"{len(workload)} jobs on {source}: {len(data.markets)} markets × "
-             f"{data.n_slots} slots of {data.slot_seconds:g} s")
-    console.print(summary_table(summaries, title))
-    if report is not None:
-        inputs = {"traces": [str(p) for p in trace], "jobs": str(jobs) if jobs else None,
-                  "n_jobs": len(workload), "policies": list(policy), "seed": seed,
-                  "slot_seconds": slot_seconds}
-        json_path, png_path = write_report(report, data, workload, results, summaries, inputs)
-        console.print(f"wrote {json_path} and {png_path}")
-
-
-def _write_decisions(path: Path, data: MarketData, results: list[SimulationResult]) -> None:
-    import json
-
-    from streams.pipeline import epoch_index
-
-    with path.open("w") as out:
-        for result in results:
-            for slot, job_id, a in result.decisions:
-                out.write(json.dumps({
-                    "policy": result.policy, "epoch": epoch_index(data.slot_start(slot),
-                                                                 data.slot_seconds),
-                    "job_id": job_id, "market": data.markets[a.market].key,
-                    "spot": a.spot, "on_demand": a.on_demand}) + "\n")
+        fail(exc)
 
 
 @app.command()
 def schema(
-    out: Annotated[Path, typer.Option(help="Directory for the JSON Schema files.",
-                                      file_okay=False)] = Path("schemas"),
+    out: Annotated[Path, writes_dir("Folder for the JSON Schema files.")] = Path("schemas"),
 ) -> None:
     """Write the JSON Schemas of every event on the wire."""
     from streams.contract.schema import write_schemas
 
-    for path in write_schemas(out):
-        console.print(str(path))
+    wrote(*write_schemas(out))
 
 
 @app.command("forecast-report")
 def forecast_report(
-    trace: Annotated[list[Path], typer.Option(
-        help="Trace file; repeat for more.", exists=True, dir_okay=False)],
-    slot_seconds: Annotated[float, typer.Option(min=1, help="Slot length Δ in seconds.")] = 3600,
+    trace: Traces,
+    slot_seconds: SlotSeconds = 3600,
     horizon: Annotated[list[int] | None, typer.Option(
-        help="Horizon in slots to report; repeat for more. Default: 1, 6, 12, 24.")] = None,
+        help="Horizon in slots to report; repeat for more. Default: 1, 6, 12, 24.",
+        callback=positive_count)] = None,
     price_model: Annotated[str, typer.Option(
         help="Price forecaster.")] = DEFAULT_PRICE_MODEL,
     availability_model: Annotated[str, typer.Option(
         help="Availability forecaster.")] = DEFAULT_AVAILABILITY_MODEL,
-    json_file: Annotated[Path | None, typer.Option("--json", help="Write the JSON report.",
-                                                   dir_okay=False)] = None,
-    plots: Annotated[Path | None, typer.Option(help="Directory for the plots.",
-                                               file_okay=False)] = None,
+    json_file: Annotated[Path | None, writes_file("Write the JSON report.", "--json")] = None,
+    plots: Annotated[Path | None, writes_dir("Folder for the plots.")] = None,
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
 ) -> None:
@@ -253,27 +283,28 @@ def forecast_report(
 
     try:
         data = build_market_data(_load_traces(trace, on_demand_price, prices), slot_seconds)
-        run_forecast_report(data, horizon or DEFAULT_HORIZONS, json_file, plots, True,
+        horizons = _check_horizons(data, horizon or DEFAULT_HORIZONS)
+        run_forecast_report(data, horizons, json_file, plots, True,
                             price_model=price_model, availability_model=availability_model,
                             console=console)
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+        fail(exc)
 
 
-Broker = Annotated[str | None, typer.Option(
-    "--bootstrap-servers", help="Kafka host:port[,host:port] (env SPOTSCHED_BOOTSTRAP_SERVERS).")]
-MetricsPort = Annotated[int | None, typer.Option(
-    help="Port of Prometheus /metrics; 0 = off (env SPOTSCHED_METRICS_PORT).")]
-MetricsHost = Annotated[str | None, typer.Option(
-    help="Address /metrics binds to (env SPOTSCHED_METRICS_HOST; default 127.0.0.1, "
-    "0.0.0.0 for every interface).")]
+def _check_horizons(data: MarketData, horizons: list[int] | tuple[int, ...]) -> list[int]:
+    """The horizons, each of which the market data can score: a forecast ``h`` slots ahead is
+    scored against a slot that comes ``h`` after the first."""
+    longest = data.n_slots - 1
+    for h in horizons:
+        if not 1 <= h <= longest:
+            raise ValueError(f"--horizon {h}: expected between 1 and {longest} slots (the market "
+                             f"data has {data.n_slots} slots of {data.slot_seconds:g} s)")
+    return list(horizons)
 
 
 @app.command()
 def markets(
-    trace: Annotated[list[Path], typer.Option(
-        help="Trace file; repeat for more.", exists=True, dir_okay=False)],
+    trace: Traces,
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
 ) -> None:
@@ -283,27 +314,25 @@ def markets(
     try:
         catalogue = [t.market for t in _load_traces(trace, on_demand_price, prices)]
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+        fail(exc)
     typer.echo(write_catalogue(catalogue), nl=False)
 
 
 @app.command()
 def worker(
     bootstrap_servers: Broker = None,
-    markets: Annotated[Path | None, typer.Option(
-        help="Market catalogue JSON (env SPOTSCHED_MARKETS_FILE).", exists=True,
-        dir_okay=False)] = None,
+    markets: MarketsFile = None,
     policy: Annotated[str | None, typer.Option(help="Scheduling policy.")] = None,
-    slot_seconds: Annotated[float | None, typer.Option(help="Slot length Δ in seconds.")] = None,
-    job_partitions: Annotated[int | None, typer.Option(help="Partitions of job events.")] = None,
-    market_partitions: Annotated[int | None, typer.Option(
-        help="Partitions of market ticks.")] = None,
+    slot_seconds: SlotSecondsSetting = None,
+    job_partitions: Annotated[int | None, typer.Option(
+        help="Partitions of job events (env SPOTSCHED_JOB_PARTITIONS).",
+        callback=positive_count)] = None,
+    market_partitions: MarketPartitions = None,
     app_id: Annotated[str | None, typer.Option(help="Consumer group / app id.")] = None,
     data_dir: Annotated[Path | None, typer.Option(help="Local state directory.")] = None,
     metrics_port: MetricsPort = None,
     metrics_host: MetricsHost = None,
-    log_level: Annotated[str, typer.Option(help="Log level.")] = "WARNING",
+    log_level: LogLevel = "WARNING",
 ) -> None:
     """Run a scheduler worker (Faust) until SIGINT/SIGTERM; start more to scale out."""
     import asyncio
@@ -327,7 +356,7 @@ def worker(
         faust_app = create_app(settings, registry)
         serve_metrics(settings, registry)
     except (ValueError, OSError, BrokerError) as exc:
-        _fail(exc)
+        fail(exc)
     RateLimitedWorker(faust_app, loglevel=log_level, quiet=True).execute_from_commandline()
 
 
@@ -353,7 +382,7 @@ def submit(
         events = [submission(job, min(now, job.release)) for job in load_jobs(jobs)]
         count = asyncio.run(publish_job_events(settings, events))
     except (ValueError, BrokerError) as exc:
-        _fail(exc)
+        fail(exc)
     console.print(f"published {count} job submissions")
 
 
@@ -378,11 +407,11 @@ def cancel(
     try:
         event = JobCancelled(event_time=time.time(), job_id=job_id, reason=reason)
     except ValidationError as exc:
-        _fail(ValueError(describe_validation_error(exc)))
+        fail(ValueError(describe_validation_error(exc)))
     try:
         asyncio.run(publish_job_events(settings, [event]))
     except (ValueError, BrokerError) as exc:
-        _fail(exc)
+        fail(exc)
     console.print(f"cancelled {job_id}")
 
 
@@ -428,7 +457,7 @@ def decisions(
     try:
         asyncio.run(tail())
     except (ValueError, BrokerError) as exc:
-        _fail(exc)
+        fail(exc)
 
 
 @app.command()
@@ -443,14 +472,11 @@ def connector(
     metrics_host: MetricsHost = None,
     json_lines: Annotated[bool, typer.Option(
         "--json", help="log: one JSON event per line.")] = False,
-    trace: Annotated[list[Path] | None, typer.Option(
-        help="sim: trace file; repeat for more. Default: the synthetic market.",
-        exists=True, dir_okay=False)] = None,
-    seed: Annotated[int, typer.Option(help="sim: seed of the synthetic market.")] = 0,
-    markets: Annotated[int, typer.Option(min=1, max=8, help="sim: synthetic markets.")] = 4,
-    days: Annotated[float, typer.Option(min=1, help="sim: synthetic market days.")] = 14,
-    slot_seconds: Annotated[float | None, typer.Option(
-        help="sim: slot length Δ in seconds.")] = None,
+    trace: TracesOrSynthetic = None,
+    seed: Seed = 0,
+    markets: SyntheticMarkets = 4,
+    days: SyntheticDays = 14,
+    slot_seconds: SlotSecondsSetting = None,
     availability_reports: Annotated[bool, typer.Option(
         help="sim: also report lost spot as availability ticks (off: the market ticks "
         "already carry the trace's availability).")] = False,
@@ -461,13 +487,12 @@ def connector(
     region: Annotated[list[str] | None, typer.Option(
         help="aws: region to reconcile; repeatable. Default: the AWS regions of the "
         "catalogue in SPOTSCHED_MARKETS_FILE.")] = None,
-    endpoint_url: Annotated[str | None, typer.Option(
-        help="aws: EC2 endpoint, e.g. a local moto server.")] = None,
+    endpoint_url: Ec2Endpoint = None,
     spot_max_price: Annotated[float | None, typer.Option(
         help="aws: highest spot price in USD/h (default: the on-demand price).")] = None,
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
-    log_level: Annotated[str, typer.Option(help="Log level.")] = "INFO",
+    log_level: LogLevel = "INFO",
     kill_after_apply: Annotated[int, typer.Option(hidden=True)] = 0,
 ) -> None:
     """Run a connector on the provisioning decisions until SIGINT/SIGTERM."""
@@ -493,7 +518,7 @@ def connector(
         worker = ConnectorWorker(settings, options)
         worker.run()
     except (ValueError, OSError, BrokerError) as exc:
-        _fail(exc)
+        fail(exc)
 
 
 feed = typer.Typer(help="Live market feeds: publish a cloud's spot prices as market ticks.",
@@ -519,9 +544,7 @@ def _utc_option(value: str | None, flag: str) -> float | None:
 
 @feed.command("aws")
 def feed_aws(
-    markets: Annotated[Path | None, typer.Option(
-        help="Market catalogue JSON whose aws markets to feed (env SPOTSCHED_MARKETS_FILE).",
-        exists=True, dir_okay=False)] = None,
+    markets: MarketsFile = None,
     zone: Annotated[list[str] | None, typer.Option(
         help="Availability zone to feed instead of the catalogue's; repeatable, with "
         "--instance-type.")] = None,
@@ -530,12 +553,10 @@ def feed_aws(
     region: Annotated[list[str] | None, typer.Option(
         help="Feed only the markets of this region; repeatable.")] = None,
     bootstrap_servers: Broker = None,
-    endpoint_url: Annotated[str | None, typer.Option(
-        help="EC2 endpoint, e.g. a local moto server.")] = None,
+    endpoint_url: Ec2Endpoint = None,
     product: Annotated[str, typer.Option(help="Spot price product description.")] = "Linux/UNIX",
-    since: Annotated[str | None, typer.Option(
-        help="Where a market without feed ticks on the topic starts (ISO-8601, rounded down "
-        "to a slot boundary). Default: the current slot.")] = None,
+    since: Annotated[str | None, typer.Option(help="Where a market without feed ticks on the "
+        "topic starts (ISO-8601, down to a slot boundary). Default: the current slot.")] = None,
     until: Annotated[str | None, typer.Option(
         help="Stop once ticks up to this time (ISO-8601) are published. Default: never.")] = None,
     poll_seconds: Annotated[float, typer.Option(
@@ -549,42 +570,27 @@ def feed_aws(
         help="Spot instances a market is assumed to offer at each slot boundary.")] = 8,
     max_attempts: Annotated[int, typer.Option(
         help="Attempts per request before giving up (throttling, network, credentials).")] = 5,
-    slot_seconds: Annotated[float | None, typer.Option(
-        help="Slot length Δ in seconds (env SPOTSCHED_SLOT_SECONDS).")] = None,
-    market_partitions: Annotated[int | None, typer.Option(
-        help="Partitions of market ticks (env SPOTSCHED_MARKET_PARTITIONS).")] = None,
-    metrics_port: Annotated[int | None, typer.Option(
-        help="Port of Prometheus /metrics; 0 = off (env SPOTSCHED_METRICS_PORT).")] = None,
+    slot_seconds: SlotSecondsSetting = None,
+    market_partitions: MarketPartitions = None,
+    metrics_port: MetricsPort = None,
     metrics_host: MetricsHost = None,
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
-    log_level: Annotated[str, typer.Option(help="Log level.")] = "INFO",
+    log_level: LogLevel = "INFO",
     crash_after_ticks: Annotated[int, typer.Option(hidden=True)] = 0,
 ) -> None:
-    """Publish EC2 spot prices (DescribeSpotPriceHistory) of the catalogue's aws markets to the
-    market-ticks topic, with heartbeats and slot-boundary availability; resumes from the topic
-    after a restart."""
-    import asyncio
-    import logging
-
-    from aiokafka.errors import KafkaError
-    from prometheus_client import CollectorRegistry
-
+    """Publish EC2 spot prices of the catalogue's aws markets as market ticks, with heartbeats
+    and slot-boundary availability; resumes from the topic after a restart."""
     from streams.feeds.aws import AwsSpotPriceSource
-    from streams.feeds.base import FeedError
     from streams.feeds.catalogue import feed_markets
     from streams.feeds.planner import FeedGrid
     from streams.feeds.retry import RetryPolicy
-    from streams.feeds.runner import FeedOptions, FeedRunner, serve
-    from streams.kafka.topics import ensure_topics
-    from streams.runtime import serve_metrics
+    from streams.feeds.runner import FeedOptions
 
-    logging.basicConfig(level=log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = _settings(bootstrap_servers=bootstrap_servers, markets_file=markets,
+                         slot_seconds=slot_seconds, market_partitions=market_partitions,
+                         metrics_port=metrics_port, metrics_host=metrics_host)
     try:
-        settings = _settings(bootstrap_servers=bootstrap_servers, markets_file=markets,
-                             slot_seconds=slot_seconds, market_partitions=market_partitions,
-                             metrics_port=metrics_port, metrics_host=metrics_host)
         catalogue = settings.catalogue() if settings.markets_file is not None else None
         chosen = feed_markets("aws", catalogue, zone or (), instance_type or (), region or (),
                               _on_demand_prices(on_demand_price, prices))
@@ -593,19 +599,39 @@ def feed_aws(
             poll_seconds=poll_seconds, lag_seconds=lag_seconds,
             since=_utc_option(since, "--since"), until=_utc_option(until, "--until"),
             retry=RetryPolicy(attempts=max_attempts), crash_after_ticks=crash_after_ticks)
+    except ValueError as exc:
+        fail(exc)
+    _serve_feed(settings, chosen, AwsSpotPriceSource(endpoint_url, product), options, log_level)
+
+
+def _serve_feed(settings: Settings, markets: list[Market], source: PriceSource,
+                options: FeedOptions, log_level: str) -> None:
+    """Create the market-ticks topic, serve /metrics, then publish the feed until it is
+    stopped or reaches --until."""
+    import asyncio
+    import logging
+
+    from aiokafka.errors import KafkaError
+    from prometheus_client import CollectorRegistry
+
+    from streams.feeds.base import FeedError
+    from streams.feeds.runner import FeedRunner, serve
+    from streams.kafka.topics import ensure_topics
+    from streams.runtime import serve_metrics
+
+    logging.basicConfig(level=log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
         registry = CollectorRegistry()
-        runner = FeedRunner(settings, chosen, AwsSpotPriceSource(endpoint_url, product),
-                            options, registry)
+        runner = FeedRunner(settings, markets, source, options, registry)
         asyncio.run(ensure_topics(settings, [settings.topics.market_ticks]))
         serve_metrics(settings, registry)
     except (ValueError, OSError, KafkaError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+        fail(exc)
     try:
         serve(runner)
     except (FeedError, KafkaError, OSError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(1) from exc
+        fail(exc, 1)
 
 
 dev = typer.Typer(help="Development helpers.", no_args_is_help=True)
@@ -624,8 +650,7 @@ def dev_kafka(
     try:
         serve(port, data_dir)
     except DevKafkaError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(1) from exc
+        fail(exc, 1)
 
 
 @app.command()
@@ -638,10 +663,12 @@ def evaluate(
         "and fine-tune.")] = None,
     policy: Annotated[list[str] | None, typer.Option(
         help="Policy NAME[:key=value,...] to evaluate; repeat for more. Default: every "
-        "registered one but the scenario's slow ones (docs/evaluation.md).")] = None,
-    windows: Annotated[int, typer.Option(min=1, help="Seeded windows per scenario.")] = 30,
+        "registered one but the scenario's slow ones (docs/evaluation.md).",
+        callback=check_policies)] = None,
+    windows: Annotated[int, typer.Option(
+        help="Seeded windows per scenario.", callback=positive_count)] = 30,
     seed: Annotated[int, typer.Option(
-        min=0, help="Seed of the windows, workloads and learners.")] = 0,
+        help="Seed of the windows, workloads and learners.", callback=non_negative)] = 0,
     forecast: Annotated[str, typer.Option(
         help="What planners plan on unless their spec says: distribution (the learned "
         "distributions), point (the learned forecasts read as certain) or oracle (the "
@@ -658,11 +685,9 @@ def evaluate(
     value_of_forecasts: Annotated[bool, typer.Option(
         "--value-of-forecasts", help="Also run the planners on perfect, point and distribution "
         "forecasts (a table per case, and a plot with --plots).")] = False,
-    plots: Annotated[Path | None, typer.Option(
-        help="Directory for PNG plots (adds the CHC sensitivity study on fine-tune).",
-        file_okay=False)] = None,
-    json_file: Annotated[Path | None, typer.Option(
-        "--json", help="File for the JSON summary.", dir_okay=False)] = None,
+    plots: Annotated[Path | None, writes_dir(
+        "Folder for PNG plots (adds the CHC sensitivity study on fine-tune).")] = None,
+    json_file: Annotated[Path | None, writes_file("File for the JSON summary.", "--json")] = None,
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
 ) -> None:
@@ -671,21 +696,15 @@ def evaluate(
     from solver.evaluation.evaluate import EvaluationSettings
     from streams.reports.evaluation import run_evaluation
 
+    ticks, source = _market_ticks(trace or [], seed, 6, 46, on_demand_price, prices, 195)
     try:
-        if trace:
-            ticks = _load_traces(trace, on_demand_price, prices)
-            source = ", ".join(p.name for p in trace)
-        else:
-            spec = SyntheticMarketSpec(seed=seed, n_markets=6, days=46, tick_seconds=195)
-            ticks, source = synthetic_ticks(spec), f"synthetic market (seed {seed})"
         settings = EvaluationSettings(forecast=forecast)  # type: ignore[arg-type]
         tasks = _cant_be_late_spec(work_hours, deadline_hours, overhead_hours)
         run_evaluation(ticks, source, scenario or ["cant-be-late", "fine-tune"], policy,
                        windows, seed, console, plots, json_file, settings, tasks,
                        value_of_forecasts)
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+        fail(exc)
 
 
 def _cant_be_late_spec(work: float | None, deadlines: list[float] | None,

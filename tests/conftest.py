@@ -23,3 +23,21 @@ def _root_handlers_restored() -> Iterator[None]:
     for handler in root.handlers:
         handler.filters[:] = filters.get(handler, [h for h in handler.filters
                                                    if not isinstance(h, RateLimit)])
+
+
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
+    """Every matplotlib figure saved during the test, by file name, to inspect its axes."""
+    from pathlib import Path
+
+    from matplotlib.figure import Figure
+
+    figures: dict[str, object] = {}
+    save = Figure.savefig
+
+    def record(figure: Figure, path: object, *args: object, **kwargs: object) -> None:
+        figures[Path(str(path)).name] = figure
+        save(figure, path, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    return figures

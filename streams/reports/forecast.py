@@ -33,6 +33,7 @@ from solver.forecast import (
 )
 from solver.forecast.evaluation import check_horizons, mean_over_markets
 from solver.market import MarketData
+from streams.reports.plotting import date_axis
 
 MODEL = "model"
 """The name the configured model is reported under, beside the baselines' names."""
@@ -76,8 +77,10 @@ def run_forecast_report(
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(_finite(report), indent=2) + "\n")
+        console.print(f"wrote {json_path}", highlight=False, soft_wrap=True)
     if plots_dir is not None:
-        plot_report(plots_dir, markets, horizons, scores, factories[MODEL], title)
+        for path in plot_report(plots_dir, markets, horizons, scores, factories[MODEL], title):
+            console.print(f"wrote {path}", highlight=False, soft_wrap=True)
     return report
 
 
@@ -198,7 +201,8 @@ def plot_report(
                 ax.plot(list(values), list(values.values()), marker="o",
                         linewidth=2.5 if name == MODEL else 1.2, label=name)
             ax.set_title(key, fontsize=9)
-            ax.set_xlabel("horizon (slots)")
+            ax.set_xticks(horizons)
+            ax.set_xlabel(f"horizon (slots of {markets.slot_seconds:g} s)")
             ax.set_ylabel(label)
         axes[0].legend(fontsize=8)
         fig.suptitle(f"{label} by horizon ({title})")
@@ -263,8 +267,7 @@ def _plot_example(
         right.set_ylabel("probability of spot capacity")
         right.set_title(f"{market.key}: availability", fontsize=9)
         for ax in (left, right):
-            ax.tick_params(axis="x", labelsize=8, labelrotation=20)
-            ax.set_xlabel("time (UTC)")
+            date_axis(ax)
     axes[0][0].legend(fontsize=8)
     axes[0][1].legend(fontsize=8)
     start = when(np.array([slot + 1]))[0]

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-OUTLIER_SPREAD = 4.0
-"""A bar is drawn clipped when including it would stretch the axis this many times over the
-spread of the other bars."""
+OUTLIER_RATIO = 4.0
+"""A bar is drawn clipped when it is this many times longer than the longest of the others,
+which would otherwise shrink to slivers."""
 
 
 def bar_panel(ax, names: Sequence[str], values: Sequence[float], title: str,
@@ -41,14 +41,34 @@ def _axis(values: np.ndarray) -> tuple[float, float]:
     low, high = float(values.min()), float(values.max())
     if len(values) < 3:
         return low, high
-    median = float(np.median(values))
-    far = int(np.argmax(np.abs(values - median)))
+    far = int(np.argmax(np.abs(values)))
     rest = np.delete(values, far)
-    spread = float(rest.max() - rest.min()) or abs(median) or 1.0
-    if high - low <= OUTLIER_SPREAD * spread:
+    longest = float(np.abs(rest).max())
+    if abs(values[far]) <= OUTLIER_RATIO * longest or longest == 0:
         return low, high
-    edge = 0.3 * float(np.abs(rest).max() or 1.0)
+    edge = 0.3 * longest
     low, high = float(min(rest.min(), 0.0)), float(max(rest.max(), 0.0))
     if values[far] < low:
         return low - edge, high
     return low, high + edge
+
+
+def as_dates(seconds: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Unix seconds as ``datetime64`` (UTC), which matplotlib draws on a date axis."""
+    return np.round(np.asarray(seconds, dtype=float)).astype(np.int64).astype("datetime64[s]")
+
+
+def date_axis(ax) -> None:
+    """Dates on the x axis, as concise as the span allows, labelled as UTC."""
+    import matplotlib.dates as mdates
+
+    locator = mdates.AutoDateLocator(minticks=4, maxticks=10)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.set_xlabel("time (UTC)")
+
+
+def legend_outside(ax, **options) -> None:
+    """The axes' legend to their right, where it covers no data."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+              fontsize="small", **options)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from solver.market import Market, MarketTicks
+from solver.timefmt import iso_utc
 from streams.traces.errors import (
     MISSING,
     PathLike,
@@ -125,7 +126,7 @@ def _market_ticks(
             last = kept[-1][1]
             raise TraceFormatError(
                 path, f"SpotPriceHistory[{last}]", "Timestamp", records[last]["Timestamp"],
-                f"a time before end={end!r}",
+                f"a time before end={iso_utc(end)}",
             )
         times.append(end)
         prices.append(prices[-1])

@@ -48,7 +48,8 @@ def test_overhead_longer_than_a_slot_carries_over():
 
 def test_jobs_beyond_the_data_are_rejected_naming_the_field():
     data = flat_data([[1.0] * 4], [[0] * 4], slot=195.0)
-    with pytest.raises(ValueError, match=r"job 'j' hard_deadline=4000.*at or before"):
+    with pytest.raises(ValueError, match=r"job 'j' hard_deadline=1970-01-01T01:06:40Z: "
+                       r"expected at or before the market data's end 1970-01-01T00:13:00Z"):
         simulate(data, [job(workload=0.05, soft=4000)], Scripted({}))
     with pytest.raises(ValueError, match="duplicate"):
         simulate(data, [job(workload=0.05, soft=700)] * 2, Scripted({}))

@@ -1,6 +1,8 @@
 """The command line, run in-process (no broker)."""
 
 import json
+from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -8,8 +10,10 @@ from typer.testing import CliRunner
 
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from streams.cli import app
+from streams.traces.jobs_file import load_jobs
 
 runner = CliRunner()
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def run(*args: str) -> str:
@@ -53,6 +57,27 @@ def test_replay_report_and_decisions(tmp_path, plain_csv):
     rows = [json.loads(line) for line in decisions.read_text().splitlines()]
     assert {r["policy"] for r in rows} == {"greedy", "on-demand"}
     assert all(r["spot"] == 0 for r in rows if r["policy"] == "on-demand")
+    for r in rows:
+        assert r["time"].endswith(":00:00Z")
+        assert datetime.fromisoformat(r["time"]).timestamp() == r["epoch"] * 3600
+
+
+def test_replay_per_job_prints_every_job_under_every_policy():
+    jobs = load_jobs(EXAMPLES / "jobs.json")
+    out = run("replay", "--jobs", str(EXAMPLES / "jobs.json"), "--policy", "greedy",
+              "--policy", "on-demand", "--per-job")
+    lines = out.splitlines()
+    title = next(k for k, line in enumerate(lines) if line.strip() == "jobs")
+    rows = [line.split("│")[1:-1] for line in lines[title:] if line.startswith("│")]
+    cells = [[c.strip() for c in row] for row in rows]
+    assert [(c[0], c[1]) for c in cells] == [(j.id, p) for p in ("greedy", "on-demand")
+                                             for j in jobs]
+    for _, _, restarts, refusals, preemptions, cost, finished, met in cells:
+        assert int(restarts) >= 0 and int(refusals) >= 0 and int(preemptions) >= 0
+        assert float(cost.replace(",", "")) > 0
+        assert datetime.fromisoformat(finished).year == 2025 and finished.endswith("Z")
+        assert met in {"soft", "hard", "no"}
+    assert all(int(c[4]) == 0 for c in cells if c[1] == "on-demand")
 
 
 def test_replay_is_reproducible_for_a_seed_and_varies_with_it(tmp_path):
@@ -101,8 +126,9 @@ def test_markets_and_schema_commands(tmp_path, plain_csv):
 
 def test_forecast_report_command_writes_its_json(tmp_path, plain_csv):
     out = tmp_path / "forecast.json"
-    run("forecast-report", "--trace", str(plain_csv), "--horizon", "1", "--horizon", "6",
-        "--json", str(out))
+    printed = run("forecast-report", "--trace", str(plain_csv), "--horizon", "1", "--horizon",
+                  "6", "--json", str(out))
+    assert f"wrote {out}" in printed.splitlines()
     report = json.loads(out.read_text())
     assert len(report["markets"]) == 2
     for scores in report["markets"].values():

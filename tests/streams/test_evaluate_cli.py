@@ -23,7 +23,7 @@ def write_probe_trace(path, hours=30, zones=("us-east-1a", "us-west-2b")):
     return path
 
 
-def test_evaluate_prints_tables_and_writes_json_and_plots(tmp_path):
+def test_evaluate_prints_tables_and_writes_json_and_plots(tmp_path, drawn):
     trace = write_probe_trace(tmp_path / "probe.csv", hours=200)
     result = CliRunner().invoke(app, [
         "evaluate", "--trace", str(trace), "--scenario", "fine-tune", "--windows", "2",
@@ -47,6 +47,15 @@ def test_evaluate_prints_tables_and_writes_json_and_plots(tmp_path):
     assert scenario["policies"]["on-demand"]["runs"] == 16
     for png in ("utility_cost.png", "sensitivity.png", "regret.png"):
         assert (tmp_path / "plots" / png).stat().st_size > 0
+    utility, cost = drawn["utility_cost.png"].axes
+    for ax, field in ((utility, "mean_utility"), (cost, "mean_cost_usd")):
+        names = [t.get_text() for t in ax.get_yticklabels()]
+        assert names == list(scenario["policies"])
+        assert [t.get_text().removesuffix(" (clipped)") for t in ax.texts] == [
+            f"{scenario['policies'][n][field]:,.2f}" for n in names]
+    regret = drawn["regret.png"].axes[0]
+    assert all(float(t).is_integer() for t in regret.get_xticks())
+    assert "wrote " + str(tmp_path / "plots" / "regret.png") in result.output
 
 
 @pytest.mark.parametrize(("args", "message"), [

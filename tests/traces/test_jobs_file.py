@@ -107,8 +107,8 @@ def test_job_validation_is_located(tmp_path: Path) -> None:
 
 def test_job_validation_in_json_is_located(tmp_path: Path) -> None:
     path = write_json(tmp_path / "jobs.json", [good(soft_deadline=0)])
-    with pytest.raises(ValueError, match=r"jobs\.json \[0\]: job 'a' soft_deadline=0\.0: "
-                                         r"expected a time after release=0\.0"):
+    with pytest.raises(ValueError, match=r"jobs\.json \[0\]: job 'a' soft_deadline="
+                       r"1970-01-01T00:00:00Z: expected a time after release=1970-01-01T00:00:00Z"):
         load_jobs(path)
 
 

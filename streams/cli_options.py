@@ -1,0 +1,136 @@
+"""The options several commands share, declared once, and the checks that run on a flag
+while the command line is parsed, before any work starts."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+Number = TypeVar("Number", int, float)
+
+
+class FlagError(typer.BadParameter):
+    """A flag's value failed a check; the message names the flag and the value."""
+
+    def format_message(self) -> str:
+        return self.message
+
+
+def flag_error(param: typer.CallbackParam, value: object, expected: str) -> FlagError:
+    """``--flag value: expected ...``."""
+    flag = max(param.opts, key=len) if param.opts else str(param.name)
+    return FlagError(f"{flag} {value}: expected {expected}")
+
+
+def at_least(low: Number, expected: str, high: Number | None = None) -> Callable[..., Any]:
+    """A check that a number (or each of a list of them) is at least ``low`` (and at most
+    ``high``), saying ``expected`` otherwise."""
+
+    def check(param: typer.CallbackParam, value: Any) -> Any:
+        for number in value if isinstance(value, list) else [value]:
+            if number is not None and not (low <= number and (high is None or number <= high)):
+                raise flag_error(param, number, expected)
+        return value
+
+    return check
+
+
+def check_policies(specs: list[str] | None) -> list[str] | None:
+    """The check of ``--policy`` specs: known names and parameters."""
+    from solver.policies import check_spec
+
+    for spec in specs or ():
+        try:
+            check_spec(spec)
+        except ValueError as exc:
+            raise FlagError(str(exc)) from None
+    return specs
+
+
+def _output(param: typer.CallbackParam, path: Path | None, folder: Path) -> Path | None:
+    """``path`` once ``folder`` exists and can be written in; a usage error otherwise."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise flag_error(param, path, f"a folder that exists or can be created "
+                                      f"({exc.strerror})") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise flag_error(param, path, "a folder this user may write in")
+    return path
+
+
+def output_file(param: typer.CallbackParam, path: Path | None) -> Path | None:
+    """The check of a file a command writes: not a folder, its folder created."""
+    if path is None:
+        return None
+    if path.is_dir():
+        raise flag_error(param, path, "a file name, not a folder")
+    return _output(param, path, path.parent)
+
+
+def output_dir(param: typer.CallbackParam, path: Path | None) -> Path | None:
+    """The check of a folder a command writes files in: created when missing."""
+    if path is None:
+        return None
+    if path.exists() and not path.is_dir():
+        raise flag_error(param, path, "a folder, not a file")
+    return _output(param, path, path)
+
+
+def writes_file(help_text: str, *names: str) -> Any:
+    """An option naming a file the command writes."""
+    return typer.Option(*names, help=help_text, callback=output_file)
+
+
+def writes_dir(help_text: str, *names: str) -> Any:
+    """An option naming a folder the command writes files in."""
+    return typer.Option(*names, help=help_text, callback=output_dir)
+
+
+non_negative = at_least(0, "a non-negative integer")
+positive_count = at_least(1, "a whole number >= 1")
+
+Traces = Annotated[list[Path], typer.Option(
+    "--trace", help="Trace file (formats in docs/traces.md); repeat for more.", exists=True,
+    dir_okay=False)]
+TracesOrSynthetic = Annotated[list[Path] | None, typer.Option(
+    "--trace", help="Trace file (formats in docs/traces.md); repeat for more. Default: the "
+    "synthetic market (--seed, --markets, --days).", exists=True, dir_okay=False)]
+Seed = Annotated[int, typer.Option(
+    help="Seed of the synthetic market and the workload.", callback=non_negative)]
+SyntheticMarkets = Annotated[int, typer.Option(
+    help="Markets of the synthetic market.", callback=at_least(1, "between 1 and 8", 8))]
+SyntheticDays = Annotated[float, typer.Option(
+    help="Length of the synthetic market in days.", callback=at_least(1.0, "at least 1 day"))]
+SlotSeconds = Annotated[float, typer.Option(
+    help="Slot length Δ in seconds.", callback=at_least(1.0, "at least 1 second"))]
+SlotSecondsSetting = Annotated[float | None, typer.Option(
+    help="Slot length Δ in seconds (env SPOTSCHED_SLOT_SECONDS).",
+    callback=at_least(1.0, "at least 1 second"))]
+MarketPartitions = Annotated[int | None, typer.Option(
+    help="Partitions of market ticks (env SPOTSCHED_MARKET_PARTITIONS).",
+    callback=positive_count)]
+LogLevel = Annotated[str, typer.Option(help="Log level.")]
+OnDemandPrice = Annotated[list[str] | None, typer.Option(
+    "--on-demand-price", metavar="TYPE=USD_PER_HOUR",
+    help="On-demand price of an instance type in USD per hour; repeatable. Wins over --prices "
+    "and the built-in table.")]
+PricesFile = Annotated[Path | None, typer.Option(
+    "--prices", exists=True, dir_okay=False,
+    help="JSON or CSV table of instance type to on-demand USD per hour (docs/traces.md).")]
+MarketsFile = Annotated[Path | None, typer.Option(
+    "--markets", help="Market catalogue JSON, as `spotsched markets` prints it (env "
+    "SPOTSCHED_MARKETS_FILE).", exists=True, dir_okay=False)]
+Ec2Endpoint = Annotated[str | None, typer.Option(
+    "--endpoint-url", help="aws: EC2 endpoint, e.g. a local moto server.")]
+Broker = Annotated[str | None, typer.Option(
+    "--bootstrap-servers", help="Kafka host:port[,host:port] (env SPOTSCHED_BOOTSTRAP_SERVERS).")]
+MetricsPort = Annotated[int | None, typer.Option(
+    help="Port of Prometheus /metrics; 0 = off (env SPOTSCHED_METRICS_PORT).")]
+MetricsHost = Annotated[str | None, typer.Option(
+    help="Address /metrics binds to (env SPOTSCHED_METRICS_HOST; default 127.0.0.1, "
+    "0.0.0.0 for every interface).")]

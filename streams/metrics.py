@@ -14,7 +14,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import get_args
+from typing import Any, get_args
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -124,7 +124,8 @@ def epoch_lag(watermark: float, boundary: float) -> float:
 
 
 class TimedPolicy:
-    """A policy whose every ``decide`` is observed by a histogram."""
+    """A policy whose every ``decide`` is observed by a histogram; its other hooks (e.g. what
+    policy selection learns from each settled slot) are the policy's own."""
 
     def __init__(self, policy: Policy, seconds: Histogram) -> None:
         self.policy = policy
@@ -134,6 +135,11 @@ class TimedPolicy:
     def decide(self, obs: Observation) -> Decision:
         with self._seconds.time():
             return self.policy.decide(obs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "policy":  # not set yet (e.g. while unpickling)
+            raise AttributeError(name)
+        return getattr(self.policy, name)
 
 
 def _gauge(registry: CollectorRegistry, name: str, doc: str, labels: Sequence[str] = ()

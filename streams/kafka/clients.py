@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError
@@ -33,6 +33,8 @@ from streams.kafka.partitions import partition_for
 from streams.settings import Settings, env_name
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 STALL_LOG_SECONDS = 10.0
 """How often a producer waiting for acknowledgements says so."""
@@ -64,18 +66,23 @@ async def send_event(producer: AIOKafkaProducer, topic: str, event: Envelope, wr
 async def delivered(deliveries: list[Awaitable[Any]], settings: Settings, what: str) -> None:
     """Wait until every delivery is acknowledged, saying so while the broker is away; a
     delivery that failed raises :class:`BrokerError`."""
-    if not deliveries:
-        return
-    waiting = asyncio.gather(*deliveries)
+    if deliveries:
+        await patiently(asyncio.gather(*deliveries), settings, what,
+                        f"{len(deliveries)} message(s) not acknowledged")
+
+
+async def patiently(step: Awaitable[T], settings: Settings, what: str, waiting: str) -> T:
+    """``step``'s result, saying every :data:`STALL_LOG_SECONDS` that it is still ``waiting``
+    for the broker; a Kafka error raises :class:`BrokerError`."""
+    task = asyncio.ensure_future(step)
     started = time.monotonic()
     while True:
         try:
-            await asyncio.wait_for(asyncio.shield(waiting), STALL_LOG_SECONDS)
-            return
+            return await asyncio.wait_for(asyncio.shield(task), STALL_LOG_SECONDS)
         except TimeoutError:
-            log.warning("%s: %d message(s) not acknowledged for %.0f s; waiting for the broker "
-                        "(up to broker_timeout_seconds=%g)", what, len(deliveries),
-                        time.monotonic() - started, settings.broker_timeout_seconds)
+            log.warning("%s: %s for %.0f s; waiting for the broker (up to "
+                        "broker_timeout_seconds=%g)", what, waiting, time.monotonic() - started,
+                        settings.broker_timeout_seconds)
         except KafkaError as exc:
             raise BrokerError(
                 f"{what}: the broker did not acknowledge a message ({type(exc).__name__}: "
@@ -117,9 +124,11 @@ async def publish_replay(
                                                 settings.job_partitions))
                 await delivered(pending, settings, what)
                 pending.clear()
-            else:
-                pending.append(await send_event(producer, topics.market_ticks, event, "replay",
-                                                settings.market_partitions))
+            else:  # a full send buffer blocks here while the broker is away
+                pending.append(await patiently(
+                    send_event(producer, topics.market_ticks, event, "replay",
+                               settings.market_partitions),
+                    settings, what, "the send buffer is full"))
                 if len(pending) >= 1000:
                     await delivered(pending, settings, what)
                     pending.clear()

@@ -16,6 +16,7 @@ from solver.market import build_market_data
 from solver.observation import JobView
 from solver.policies import PolicySpec
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
+from solver.workload import WorkloadSpec, generate_jobs
 from streams.contract import EventError, JobCancelled, JobSubmitted, dump_event
 from streams.metrics import (
     PipelineMetrics,
@@ -199,3 +200,23 @@ def test_dead_letters_count_by_topic_and_kind():
                       ("b", "invalid"): 0.0, ("b", "rejected"): 0.0, ("b", "error"): 1.0}
     assert registry.get_sample_value("spotsched_stage_errors_total",
                                      {"stage": "scheduler", "error_type": "KeyError"}) == 1.0
+
+
+def test_a_timed_policy_decides_like_the_policy_it_times(market):
+    """The worker times every policy; hooks such as policy selection's settlement reach the
+    policy through the timing."""
+    ticks, data = market
+    jobs = generate_jobs(data, 6, WorkloadSpec(seed=2))
+    spec = PolicySpec.of("policy-selection", seed=1)
+    metrics = PipelineMetrics(CollectorRegistry(), markets=[m.key for m in data.markets],
+                              topics=(), slot_seconds=H, started=0.0)
+    decided = []
+    for timed in (lambda policy: policy, metrics.timed):
+        pipeline = MemoryPipeline(PipelineConfig(data.markets, H, spec, timed=timed))
+        for event in trace_events(ticks, jobs):
+            topics = pipeline.topics
+            topic = topics.job_events if isinstance(event, JobSubmitted) else topics.market_ticks
+            pipeline.send(topic, dump_event(event), event.key.encode())
+        decided.append([dump_event(d) for d in pipeline.decisions])
+    assert decided[0] == decided[1]
+    assert not any(d.release_cause == "failed" for d in pipeline.decisions)

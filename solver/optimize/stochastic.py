@@ -20,10 +20,14 @@ The model (units: slots of the grid; ``n`` instances; ``μ`` the restart overhea
   not last the whole slot).
 * It minimises the expected bill minus the value of finishing (the job's value function at the
   completion time), by backward induction over ``t``. ``σ`` lives on a grid of ``step``-slot
-  spacing (whole slots unless the slack is long, :data:`MAX_GRID` points at most); values
-  between grid points are interpolated linearly. Grid states from which no action is allowed
-  hold the bill of running on-demand to the end, so interpolation near the deadline stays
-  continuous. Values are stored as 32-bit floats.
+  spacing (whole slots unless the slack is long, :data:`MAX_GRID` points at most) that ends at
+  the slack the program is solved at, so that idling and running, which move ``σ`` by whole
+  slots, keep the job on grid points; off them (after a restart's overhead) values are
+  interpolated linearly. Grid states from which no action is allowed hold the bill of running
+  on-demand to the end, so interpolation near the deadline stays continuous; cells past the end
+  of the work (no job is there: it finished) hold the value of owing a sliver of work, which a
+  slot is billed in full to finish, so the last slot never looks free. Values are stored as
+  32-bit floats.
 
 Paying the overhead at once, rather than over the slots it spans, changes only what a spot run
 lost during its overhead costs: the model charges the whole overhead, the simulator what
@@ -44,6 +48,8 @@ IDLE, SPOT, ON_DEMAND = 0, 1, 2
 """Actions, and the modes a job holds."""
 
 _EPS = 1e-9
+_TINY_WORK = 1e-6
+"""Slots of work standing for "a sliver left" in the cells no real state reaches."""
 
 MAX_GRID = 160
 """Most slack grid points; a longer slack gets a coarser grid."""
@@ -115,13 +121,14 @@ class SingleJob:
 
 @dataclass(frozen=True)
 class Solution:
-    """Expected cost-to-go ``values[t, state, bucket, i]`` at slack ``i · step`` (slots), for
-    ``t = 0 .. T``, and the problem it solves."""
+    """Expected cost-to-go ``values[t, state, bucket, i]`` at slack ``offset + i · step``
+    (slots), for ``t = 0 .. T``, and the problem it solves."""
 
     job: SingleJob
     model: SpotModel
     values: np.ndarray
     step: float
+    offset: float = 0.0
 
     @property
     def slots(self) -> int:
@@ -129,7 +136,7 @@ class Solution:
 
     @property
     def max_slack(self) -> float:
-        return (self.values.shape[3] - 1) * self.step
+        return self.offset + (self.values.shape[3] - 1) * self.step
 
     def action_values(self, t: int, mode: int, capacity: bool, bucket: int, slack: float,
                       owed: float = 0.0) -> np.ndarray:
@@ -139,7 +146,7 @@ class Solution:
         if not 0 <= t < self.slots:
             raise ValueError(f"t={t!r}: expected a slot in 0..{self.slots - 1}")
         out = np.empty(3)
-        _q(self.values, self.model.on, self.model.price, _params(self.job, self.step),
+        _q(self.values, self.model.on, self.model.price, _params(self.job, self.step, self.offset),
            age_advance(), t, state_index(mode, capacity, self.job.overhead, owed), bucket,
            slack, out)
         return out
@@ -159,11 +166,15 @@ def horizon(job: SingleJob, window: int | None = None) -> int:
     return slots if window is None else max(1, min(slots, window))
 
 
-def grid_for(max_slack: float) -> tuple[int, float]:
-    """Grid points and spacing (slots) covering slack ``0 .. max_slack``."""
+def grid_for(max_slack: float) -> tuple[int, float, float]:
+    """Grid points, their spacing and the first one's slack (slots): a grid ending at
+    ``max_slack``, the slack the program is solved at, and starting less than a step above 0.
+    Idling and running move the slack by whole slots, so with whole-slot steps the job's
+    states stay on the grid until a restart's overhead shifts them."""
     span = max(max_slack, 0.0)
     step = max(1.0, span / (MAX_GRID - 1))
-    return math.ceil(span / step - _EPS) + 1, step
+    grid = math.floor(span / step + _EPS) + 1
+    return grid, step, max(span - (grid - 1) * step, 0.0)
 
 
 def fits(job: SingleJob, max_slack: float, window: int | None = None) -> bool:
@@ -182,16 +193,22 @@ def solve(job: SingleJob, model: SpotModel, max_slack: float, window: int | None
     if not fits(job, max_slack, window):
         raise ValueError(f"{slots} slots with slack {max_slack:g}: expected at most "
                          f"{MAX_CELLS} (slot, slack) cells")
-    grid, step = grid_for(max_slack)
+    grid, step, offset = grid_for(max_slack)
     values = _solve(slots, grid, state_count(job.overhead), model.on, model.price,
-                    _params(job, step), age_advance())
-    return Solution(job, model, values, step)
+                    _params(job, step, offset), age_advance())
+    return Solution(job, model, values, step, offset)
 
 
-def _params(job: SingleJob, step: float) -> np.ndarray:
+def _params(job: SingleJob, step: float, offset: float) -> np.ndarray:
     return np.array([job.deadline, job.soft, job.overhead, float(job.instances),
                      job.on_demand_price, job.slot_hours, job.value, job.value_at_hard_deadline,
-                     job.miss_penalty, step, float(overhead_phases(job.overhead))])
+                     job.miss_penalty, step, float(overhead_phases(job.overhead)), offset])
+
+
+@njit(cache=True)
+def _position(params: np.ndarray, slack: float) -> float:
+    """Where ``slack`` falls on the grid (below its first point: at it)."""
+    return max((slack - params[11]) / params[9], 0.0)
 
 
 @njit(cache=True)
@@ -246,7 +263,7 @@ def _spot_value(values: np.ndarray, on: np.ndarray, params: np.ndarray, advance:
                 ) -> float:
     """Spot at boundary ``t`` for a job still owing ``owed`` slots of its overhead after
     ``elapsed`` slots of it (``inf`` where not allowed)."""
-    deadline, overhead, step, phases = params[0], params[2], params[9], int(params[10])
+    deadline, overhead, phases = params[0], params[2], int(params[10])
     work = deadline - t - slack
     if slack - 1.0 < overhead - _EPS:  # the slot's spot may not be granted after all
         return np.inf
@@ -256,7 +273,8 @@ def _spot_value(values: np.ndarray, on: np.ndarray, params: np.ndarray, advance:
     if after < overhead - _EPS:
         return np.inf
     kept = 4 if owed <= 1.0 + _EPS or elapsed + 1 >= phases else 5 + elapsed
-    return cost + _expected(values, on, advance, t, 1, bucket, kept, 0, after / step)
+    return cost + _expected(values, on, advance, t, 1, bucket, kept, 0,
+                            _position(params, after))
 
 
 @njit(cache=True)
@@ -265,7 +283,7 @@ def _on_demand_value(values: np.ndarray, on: np.ndarray, params: np.ndarray,
                      paid: float) -> float:
     """On-demand at boundary ``t``, paying ``paid`` slots of overhead (``inf`` where not
     allowed); on-demand is never lost, so its overhead is paid at once."""
-    deadline, step = params[0], params[9]
+    deadline = params[0]
     work = deadline - t - slack
     cost = params[3] * params[5] * params[4]
     if work + paid <= 1.0 + _EPS:
@@ -273,7 +291,7 @@ def _on_demand_value(values: np.ndarray, on: np.ndarray, params: np.ndarray,
     if slack - paid < -_EPS:
         return np.inf
     return cost + _expected(values, on, advance, t, capacity, bucket, 3, 2,
-                            (slack - paid) / step)
+                            _position(params, slack - paid))
 
 
 @njit(cache=True)
@@ -281,12 +299,13 @@ def _q_all(values: np.ndarray, on: np.ndarray, price: np.ndarray, params: np.nda
            advance: np.ndarray, t: int, bucket: int, slack: float, out: np.ndarray) -> None:
     """Action values (idle, spot, on-demand; ``inf`` where not allowed) at boundary ``t`` of
     every held state into ``out[state]``; what states share is computed once."""
-    overhead, step = params[2], params[9]
+    overhead = params[2]
     out[:, :] = np.inf
     idled = slack - 1.0
     for capacity in range(2):
         if idled >= overhead - _EPS:
-            idle = _expected(values, on, advance, t, capacity, bucket, 1, 0, idled / step)
+            idle = _expected(values, on, advance, t, capacity, bucket, 1, 0,
+                             _position(params, idled))
             out[capacity, 0] = idle  # idle, held idle
             out[2 + capacity, 0] = idle  # idle, held on-demand
             if capacity == 1:
@@ -331,21 +350,24 @@ def _fallback(params: np.ndarray, t: int, state: int, slack: float) -> float:
 @njit(cache=True)
 def _solve(slots: int, grid: int, states: int, on: np.ndarray, price: np.ndarray,
            params: np.ndarray, advance: np.ndarray) -> np.ndarray:
-    buckets, step = on.shape[2], params[9]
+    buckets, step, offset = on.shape[2], params[9], params[11]
     values = np.empty((slots + 1, states, buckets, grid), dtype=np.float32)
     for s in range(states):
         for i in range(grid):
-            v = _fallback(params, slots, s, i * step)
+            v = _fallback(params, slots, s, offset + i * step)
             for b in range(buckets):
                 values[slots, s, b, i] = v
     q = np.empty((states, 3))
     for t in range(slots - 1, -1, -1):
         for b in range(buckets):
             for i in range(grid):
-                slack = i * step
-                if params[0] - t - slack <= 0.0:
-                    values[t, :, b, i] = 0.0
-                    continue
+                slack = offset + i * step
+                if params[0] - t - slack <= _TINY_WORK:
+                    # No state has this little work left (a job that finishes is done):
+                    # the cell holds the value of a job owing a sliver of work, which a slot
+                    # is billed in full to finish, so that interpolating towards it does not
+                    # make the last slot of work look free.
+                    slack = params[0] - t - _TINY_WORK
                 _q_all(values, on, price, params, advance, t, b, slack, q)
                 for s in range(states):
                     best = min(q[s, 0], min(q[s, 1], q[s, 2]))

@@ -27,6 +27,13 @@ def brute_force(job: SingleJob, on, price, t, mode, capacity, age, slack, owed):
     capacity outcome, written from the model's rules (module doc of the program), with exact
     run ages; ``inf`` when no action keeps the hard deadline."""
 
+    def reward(at):  # the value function: full to the soft deadline, then linear
+        at = min(at, job.deadline)
+        if at <= job.soft:
+            return job.value
+        share = (at - job.soft) / (job.deadline - job.soft)
+        return job.value + share * (job.value_at_hard_deadline - job.value)
+
     @functools.cache
     def value(t, mode, capacity, age, slack, owed):
         work = job.deadline - t - slack
@@ -43,7 +50,7 @@ def brute_force(job: SingleJob, on, price, t, mode, capacity, age, slack, owed):
                 paid_now = 0.0 if mode == ON_DEMAND else job.overhead
                 cost = job.instances * job.on_demand_price * SLOT_HOURS
                 if work + paid_now <= 1 + 1e-9:
-                    best = min(best, cost - job.value)
+                    best = min(best, cost - reward(t + paid_now + work))
                     continue
                 after, kept = slack - paid_now, ON_DEMAND
                 if after < -1e-9:
@@ -54,7 +61,7 @@ def brute_force(job: SingleJob, on, price, t, mode, capacity, age, slack, owed):
                 if slack - 1 < job.overhead - 1e-9:
                     continue
                 if work + due <= 1 + 1e-9:
-                    best = min(best, cost - job.value)
+                    best = min(best, cost - reward(t + due + work))
                     continue
                 after = slack - min(due, 1.0)
                 if after < job.overhead - 1e-9:
@@ -142,3 +149,19 @@ def test_without_any_slack_to_lose_only_on_demand_is_allowed():
     assert not math.isfinite(q[IDLE]) and not math.isfinite(q[SPOT]) and math.isfinite(q[2])
     assert solution.best_action(0, ON_DEMAND, True, 0, 0.5) == ON_DEMAND
     assert solution.best_action(0, IDLE, False, 0, 0.2) is None  # μ of slack is gone
+
+
+@pytest.mark.parametrize("slack", [0.5, 1.5, 2.5, 3.5, 4.25])
+def test_at_a_fractional_slack_the_program_is_exact_without_overheads(slack):
+    # The last slot of work is billed in full: the cost-to-go is a staircase in the work left.
+    # The grid ends at the slack solved for, and idling or running keeps the job on it.
+    table = tables(lambda: 0.2)
+    job = SingleJob(deadline=6.0, soft=4.0, overhead=0.0, instances=1, on_demand_price=3.0,
+                    slot_hours=SLOT_HOURS, value=40.0, value_at_hard_deadline=20.0,
+                    miss_penalty=100.0)
+    on, price = table.on_probability(1, 6), np.full(6, 0.8)
+    solution = solve(job, SpotModel(on, price), max_slack=slack)
+    for mode, capacity in ((IDLE, 1), (SPOT, 1), (IDLE, 0), (ON_DEMAND, 0)):
+        got = float(min(solution.action_values(0, mode, bool(capacity), 0, slack)))
+        expected = brute_force(job, on, price, 0, mode, capacity, 1, slack, 0.0)
+        assert got == pytest.approx(expected, rel=1e-5, abs=1e-4), (mode, capacity)

@@ -61,12 +61,15 @@ async def test_a_batch_is_committed_only_after_its_deliveries_and_stop_waits_for
         async with asyncio.timeout(30):
             while not deliveries:
                 await asyncio.sleep(0.05)
-        await asyncio.sleep(1.0)
-        assert len(deliveries) == 1  # the next batch waits for this one's deliveries
+        # The batch stays in flight (and uncommitted) until its deliveries are acknowledged;
+        # the next one is fetched only after it.
+        assert consumer._batch.locked() and len(deliveries) == 1
         assert await committed(settings, 2) == {0: None, 1: None}
         stopping = asyncio.ensure_future(consumer.stop())
-        await asyncio.sleep(0.5)
-        assert not stopping.done()
+        async with asyncio.timeout(30):
+            while not consumer.should_stop:
+                await asyncio.sleep(0.05)
+        assert consumer._batch.locked() and not stopping.done()  # stopping waits for it too
         deliveries[0].set_result(None)
         await asyncio.wait_for(stopping, 30)
     finally:

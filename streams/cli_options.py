@@ -47,7 +47,7 @@ def check_policies(specs: list[str] | None) -> list[str] | None:
         try:
             check_spec(spec)
         except ValueError as exc:
-            raise FlagError(str(exc)) from None
+            raise FlagError(f"--policy {spec}: {exc}") from None
     return specs
 
 

@@ -34,7 +34,7 @@ CASES = [
     (["replay", "--days", "0.5"], "--days 0.5: expected at least 1 day"),
     (["replay", "--slot-seconds", "0.5"], "--slot-seconds 0.5: expected at least 1 second"),
     (["replay", "--job-partitions", "0"], "--job-partitions 0: expected a whole number >= 1"),
-    (["replay", "--policy", "magic"], "policy='magic': expected one of on-demand"),
+    (["replay", "--policy", "magic"], "--policy magic: policy='magic': expected one of on-demand"),
     (["replay", "--n-jobs", "many"], "Invalid value for '--n-jobs'"),
     (["replay", "--trace", "{dir}/missing.csv"], "Invalid value for '--trace'"),
     (["replay", "--nope"], "No such option: --nope"),

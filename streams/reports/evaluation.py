@@ -29,7 +29,7 @@ from solver.evaluation.evaluate import (
 from solver.evaluation.scenarios import CantBeLateSpec, Case, build_cases
 from solver.market import MarketTicks
 from solver.policies import PolicySpec
-from streams.reports.plotting import bar_panel
+from streams.reports.plotting import bar_panel, save_figure
 
 DEFAULT_TASKS = CantBeLateSpec()
 
@@ -201,9 +201,7 @@ def write_plots(
                   f"{r.name}: mean utility per job", "tab:green")
         bar_panel(cost_ax, names, [r.policies[n].mean_cost_usd for n in names],
                   f"{r.name}: mean cost per job, USD", "tab:red")
-    fig.tight_layout()
-    fig.savefig(written[0], dpi=110)
-    plt.close(fig)
+    save_figure(plt, fig, written[0])
     if values:
         written.append(_plot_forecast_values(plt, directory, results, values))
     if points:
@@ -238,10 +236,7 @@ def _plot_forecast_values(plt, directory: Path, results: Sequence[CaseResult],
         ax.legend(fontsize="x-small")
     fig.suptitle("value of forecasts: the same planners on perfect, learned point and learned "
                  "distribution forecasts")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(plt, fig, path)
 
 
 def _plot_sensitivity(plt, directory: Path, points: Sequence[SensitivityPoint]) -> Path:
@@ -255,10 +250,7 @@ def _plot_sensitivity(plt, directory: Path, points: Sequence[SensitivityPoint]) 
     ax.set_ylabel("mean utility per job, USD")
     ax.set_title("fine-tune: CHC sensitivity to forecast error")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(plt, fig, path)
 
 
 def _plot_regret(plt, directory: Path, traced: Sequence[CaseResult]) -> Path:
@@ -277,7 +269,4 @@ def _plot_regret(plt, directory: Path, traced: Sequence[CaseResult]) -> Path:
     ax.set_ylabel("regret (loss units)")
     ax.set_title("policy-selection regret against the best fixed member")
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(plt, fig, path)

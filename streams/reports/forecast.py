@@ -33,7 +33,7 @@ from solver.forecast import (
 )
 from solver.forecast.evaluation import check_horizons, mean_over_markets
 from solver.market import MarketData
-from streams.reports.plotting import date_axis
+from streams.reports.plotting import date_axis, save_figure
 
 MODEL = "model"
 """The name the configured model is reported under, beside the baselines' names."""
@@ -206,7 +206,7 @@ def plot_report(
             ax.set_ylabel(label)
         axes[0].legend(fontsize=8)
         fig.suptitle(f"{label} by horizon ({title})")
-        written.append(_save(plt, fig, directory / f"{field}.png"))
+        written.append(save_figure(plt, fig, directory / f"{field}.png", top=0.97))
     written.append(_plot_calibration(plt, directory, horizons, scores, title))
     if markets.n_slots > 1:
         written.append(
@@ -232,7 +232,7 @@ def _plot_calibration(plt: Any, directory: Path, horizons: tuple[int, ...],
         ax.set_title(f"{h} slot(s) ahead", fontsize=9)
     axes[0].legend(fontsize=8)
     fig.suptitle(f"availability calibration over every market ({title})")
-    return _save(plt, fig, directory / "calibration.png")
+    return save_figure(plt, fig, directory / "calibration.png", top=0.97)
 
 
 def _plot_example(
@@ -272,7 +272,7 @@ def _plot_example(
     axes[0][1].legend(fontsize=8)
     start = when(np.array([slot + 1]))[0]
     fig.suptitle(f"forecast made at {start:%Y-%m-%d %H:%M} UTC against the truth ({title})")
-    return _save(plt, fig, directory / "forecast_example.png")
+    return save_figure(plt, fig, directory / "forecast_example.png", top=0.97)
 
 
 def _grid(plt: Any, n: int) -> tuple[Any, list[Any]]:
@@ -283,10 +283,3 @@ def _grid(plt: Any, n: int) -> tuple[Any, list[Any]]:
     for ax in flat[n:]:
         ax.set_visible(False)
     return fig, flat[:n]
-
-
-def _save(plt: Any, fig: Any, path: Path) -> Path:
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -72,3 +73,12 @@ def legend_outside(ax, **options) -> None:
     """The axes' legend to their right, where it covers no data."""
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
               fontsize="small", **options)
+
+
+def save_figure(plt, fig, path: Path, top: float = 1.0) -> Path:
+    """Lay ``fig`` out (leaving the share of its height above ``top`` to a suptitle), write it
+    to ``path`` and close it."""
+    fig.tight_layout(rect=(0, 0, 1, top))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -17,7 +17,13 @@ from solver.market import MarketData
 from solver.simulator import SimulationResult
 from solver.timefmt import iso_utc
 from streams.pipeline import epoch_index
-from streams.reports.plotting import as_dates, bar_panel, date_axis, legend_outside
+from streams.reports.plotting import (
+    as_dates,
+    bar_panel,
+    date_axis,
+    legend_outside,
+    save_figure,
+)
 
 
 def summary_table(summaries: Sequence[PolicySummary], title: str) -> Table:
@@ -155,9 +161,7 @@ def plot_replay(path: Path, data: MarketData, jobs: Sequence[Job],
             ax.set_xlabel("")
     fig.suptitle(f"replay of {len(jobs)} jobs, {len(data.markets)} markets, slots of "
                  f"{data.slot_seconds:g} s")
-    fig.tight_layout(rect=(0.0, 0.0, 1.0, 1.0 - 0.4 / fig.get_figheight()))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(plt, fig, path, top=1.0 - 0.4 / fig.get_figheight())
 
 
 def market_label(market) -> str:

@@ -166,7 +166,7 @@ class PolicySelection:
     PARAMETERS: ClassVar[dict[str, type]] = {
         "learner": str, "rate": float, "loss_scale": float, "error_threshold": float, "seed": int,
         "pool": str, "fallback": str}
-    CONTEXT: ClassVar[tuple[str, ...]] = ( "selector", "build", "member_context", "forecast_error")
+    CONTEXT: ClassVar[tuple[str, ...]] = ("selector", "build", "member_context", "forecast_error")
 
     def __init__(
         self,

@@ -4,8 +4,8 @@
 pool is one parameter, its members joined by ``+``, each member's parameters in parentheses and
 separated by ``;`` (:func:`parse_pool`):
 ``policy-selection:pool=risk-aware+prediction-free(sigma=0.5)+chc(window_hours=12;commitment=2)``.
-A spec is syntax; :func:`solver.policies.registry.check_spec`
-checks it against what the named policy declares.
+A spec is syntax; :func:`solver.policies.registry.check_spec` checks it against what the named
+policy declares.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ ParamValue = bool | int | float | str
 RECOMMENDED = "risk-aware"
 """The policy the worker runs unless told otherwise: the online planner that plans on the
 markets' forecast distributions."""
+
 
 @dataclass(frozen=True)
 class PolicySpec:

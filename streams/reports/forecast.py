@@ -33,7 +33,7 @@ from solver.forecast import (
 )
 from solver.forecast.evaluation import check_horizons, mean_over_markets
 from solver.market import MarketData
-from streams.reports.plotting import date_axis, save_figure
+from streams.reports.plotting import date_axis, legend_outside, save_figure
 
 MODEL = "model"
 """The name the configured model is reported under, beside the baselines' names."""
@@ -204,9 +204,10 @@ def plot_report(
             ax.set_xticks(horizons)
             ax.set_xlabel(f"horizon (slots of {markets.slot_seconds:g} s)")
             ax.set_ylabel(label)
-        axes[0].legend(fontsize=8)
-        fig.suptitle(f"{label} by horizon ({title})")
-        written.append(save_figure(plt, fig, directory / f"{field}.png", top=0.97))
+        legend_outside(axes[min(len(axes), 3) - 1])  # right of the first row
+        fig.suptitle(f"{label} by horizon\n{title}", fontsize=11)
+        written.append(save_figure(plt, fig, directory / f"{field}.png",
+                                   top=1.0 - 0.45 / fig.get_figheight()))
     written.append(_plot_calibration(plt, directory, horizons, scores, title))
     if markets.n_slots > 1:
         written.append(
@@ -278,7 +279,8 @@ def _plot_example(
 def _grid(plt: Any, n: int) -> tuple[Any, list[Any]]:
     columns = min(3, n)
     rows = math.ceil(n / columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(4.5 * columns, 3.2 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, columns, figsize=(max(6.0, 4.5 * columns), 3.2 * rows),
+                             squeeze=False)
     flat = list(axes.flat)
     for ax in flat[n:]:
         ax.set_visible(False)

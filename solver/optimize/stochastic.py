@@ -128,7 +128,7 @@ class Solution:
     model: SpotModel
     values: np.ndarray
     step: float
-    offset: float = 0.0
+    offset: float
 
     @property
     def slots(self) -> int:

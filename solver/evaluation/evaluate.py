@@ -132,9 +132,10 @@ class SensitivityPoint:
     fallback_share: float
 
 
-SLOW_BY_DEFAULT = {"fine-tune": ("optimum",), "scarce": ()}
+SLOW_BY_DEFAULT = {"fine-tune": ("optimum",), "scarce": ("optimum",)}
 """Policies left out of a scenario unless named: the hindsight program of eight competing
-fine-tuning jobs over a week takes about a minute per window."""
+fine-tuning jobs over a week takes about a minute per window, that of twelve competing jobs on
+scarce capacity minutes per window without proving its plan optimal."""
 
 
 def default_policies(scenario: str) -> tuple[str, ...]:

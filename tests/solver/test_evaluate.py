@@ -55,6 +55,7 @@ def test_policy_specs_are_checked_and_slow_ones_left_out_by_default():
     assert "chc" in default_policies("cant-be-late")
     assert "optimum" in default_policies("cant-be-late")
     assert "optimum" not in default_policies("fine-tune")
+    assert "optimum" not in default_policies("scarce")
     assert "chc" in default_policies("fine-tune")
 
 

@@ -34,6 +34,7 @@ from solver.policies.forecast_sources import (
     ForecastKind,
     NoisyOracleForecast,
 )
+from solver.policies.optimum import Optimum
 from solver.policies.selection import DEFAULT_POOL, FALLBACK, Selector
 from solver.policies.spec import format_pool
 from solver.simulator import simulate
@@ -110,8 +111,9 @@ class PolicyStats:
 
 @dataclass(frozen=True)
 class CaseResult:
-    """Statistics per policy (by spec) for one case; policy selection's regret trace, pool,
-    and each member's mean cost and hard misses on the same jobs (from its shadow)."""
+    """Statistics per policy (by spec) for one case; the jobs whose hindsight plan a solver
+    limit left without proof of optimality; policy selection's regret trace, pool, and each
+    member's mean cost and hard misses on the same jobs (from its shadow)."""
 
     scenario: str
     name: str
@@ -120,6 +122,7 @@ class CaseResult:
     pool: tuple[str, ...] = ()
     member_costs: tuple[float, ...] = ()
     member_misses: tuple[int, ...] = ()
+    unproven_optimum: int = 0
 
 
 @dataclass(frozen=True)
@@ -165,34 +168,36 @@ def evaluate_case(
     specs = check_policies(policies if policies is not None else default_policies(case.scenario))
     stats: dict[str, PolicyStats] = {}
     selector: Selector | None = None
+    unproven = 0
     for spec in specs:
         if spec.name == "policy-selection":
             selector = _selector(spec, settings, seed)
         results: list[JobResult] = []
         for episode in case.episodes:
-            results += play(spec, episode, settings, selector)
+            if spec.name == "optimum":
+                played, unproven_jobs = play_optimum(episode, settings)
+                results += played
+                unproven += unproven_jobs
+            else:
+                results += play(spec, episode, settings, selector)
             if progress is not None:
                 progress(1)
         stats[str(spec)] = PolicyStats.of(results)
     if selector is None:
-        return CaseResult(case.scenario, case.name, stats)
+        return CaseResult(case.scenario, case.name, stats, unproven_optimum=unproven)
     met = np.array([s.met for s in selector.settled]).reshape(-1, len(selector.pool))
     return CaseResult(case.scenario, case.name, stats, selector.trace,
                       tuple(str(m) for m in selector.pool),
                       tuple(float(c) for c in selector.member_costs()),
-                      tuple(int(m) for m in (~met).sum(axis=0)))
+                      tuple(int(m) for m in (~met).sum(axis=0)), unproven)
 
 
 def play(spec: PolicySpec, episode: Episode, settings: EvaluationSettings,
          selector: Selector | None = None) -> list[JobResult]:
     """One policy over one episode (``selector``: policy selection's learning state)."""
-    data, jobs = episode.data, list(episode.jobs)
     if spec.name == "optimum":
-        results: dict[str, JobResult] = {}
-        for group in competing_groups(jobs, data):
-            policy = make_policy(spec, data=data, jobs=group, limits=settings.optimum_limits)
-            results.update((r.job_id, r) for r in simulate(data, group, policy).jobs)
-        return [results[j.id] for j in jobs]
+        return play_optimum(episode, settings)[0]
+    data, jobs = episode.data, list(episode.jobs)
     extra: dict[str, Any] = {}
     if spec.name == "policy-selection":
         extra = {"selector": selector, "build": _builder(data, settings)}
@@ -200,6 +205,20 @@ def play(spec: PolicySpec, episode: Episode, settings: EvaluationSettings,
     result = simulate(data, jobs, policy, models=episode.fresh_models(),
                       until_end=spec.name == "policy-selection")
     return list(result.jobs)
+
+
+def play_optimum(episode: Episode, settings: EvaluationSettings) -> tuple[list[JobResult], int]:
+    """The hindsight optimum over one episode, one plan per group of competing jobs, and how
+    many of its jobs are in a plan whose search a solver limit stopped (not proven optimal)."""
+    data, jobs = episode.data, list(episode.jobs)
+    results: dict[str, JobResult] = {}
+    unproven = 0
+    for group in competing_groups(jobs, data):
+        policy = make_policy("optimum", data=data, jobs=group, limits=settings.optimum_limits)
+        assert isinstance(policy, Optimum)
+        results.update((r.job_id, r) for r in simulate(data, group, policy).jobs)
+        unproven += 0 if policy.plan.optimal else len(group)
+    return [results[j.id] for j in jobs], unproven
 
 
 def _builder(data: MarketData, settings: EvaluationSettings) -> Callable[..., Policy]:

@@ -16,6 +16,7 @@ from solver.evaluation.scenarios import (
     cant_be_late_cases,
     fine_tune_case,
 )
+from solver.optimize import SolverLimits
 from solver.policies.selection import DEFAULT_POOL
 from solver.workload import WorkloadSpec
 from tests.solver.test_scenarios import probe_ticks
@@ -37,6 +38,7 @@ def test_cant_be_late_case_statistics_per_policy():
     assert all(s.hard_deadline_misses == 0 for s in stats.values())
     best = max(s.mean_utility for s in stats.values())
     assert stats["optimum"].mean_utility == pytest.approx(best)
+    assert result.unproven_optimum == 0  # the exact dynamic program
     assert result.regret.rounds == case.n_jobs
     assert result.pool == tuple(str(m) for m in DEFAULT_POOL)
     # Each member's shadow ran every job; the ones also run alone cost the same.
@@ -57,6 +59,18 @@ def test_policy_specs_are_checked_and_slow_ones_left_out_by_default():
     assert "optimum" not in default_policies("fine-tune")
     assert "optimum" not in default_policies("scarce")
     assert "chc" in default_policies("fine-tune")
+
+
+def test_optimum_counts_the_jobs_whose_plan_a_solver_limit_left_unproven():
+    spec = FineTuneSpec(window_slots=48, jobs_per_window=4, workload=WorkloadSpec(
+        workload_range=(8.0, 24.0), n_max_choices=(2, 4), slack_range=(1.3, 2.0)))
+    case = fine_tune_case(probe_ticks(n_ticks=20 * 72, tick=180.0), 2, 0, spec)
+    stopped = dataclasses.replace(
+        EvaluationSettings(), optimum_limits=SolverLimits(node_limit=1, relative_gap=0.0))
+    result = evaluate_case(case, ["greedy", "optimum"], 0, stopped)
+    # Each window's four competing jobs share one program; one node proves neither.
+    assert result.unproven_optimum == case.n_jobs == 8
+    assert evaluate_case(case, ["greedy"], 0, stopped).unproven_optimum == 0
 
 
 def test_stats_of_no_runs_are_zero():

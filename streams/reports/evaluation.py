@@ -103,7 +103,8 @@ def case_table(result: CaseResult, title: str) -> Table:
     """Mean cost (and its ratio to the optimum's), utility, restarts and deadline misses per
     policy; under it, policy selection's members and regret."""
     optimum = result.policies.get("optimum")
-    table = Table(title=title, caption=_selection_caption(result))
+    captions = [c for c in (_optimum_caption(result), _selection_caption(result)) if c]
+    table = Table(title=title, caption="\n".join(captions) or None)
     columns = ["policy", "runs", "mean cost USD", "vs optimum", "mean utility", "restarts",
                "hard miss", "soft miss"]
     for column in columns:
@@ -115,6 +116,14 @@ def case_table(result: CaseResult, title: str) -> Table:
                       f"{s.mean_utility:,.2f}", f"{s.mean_restarts:.1f}",
                       str(s.hard_deadline_misses), str(s.soft_deadline_misses))
     return table
+
+
+def _optimum_caption(result: CaseResult) -> str | None:
+    optimum = result.policies.get("optimum")
+    if optimum is None or not result.unproven_optimum:
+        return None
+    return (f"optimum: {result.unproven_optimum} of {optimum.runs} jobs planned by a search a "
+            "solver limit stopped; the true optimum's utility may be higher")
 
 
 def _selection_caption(result: CaseResult) -> str | None:
@@ -162,6 +171,8 @@ def summary(results: Sequence[CaseResult],
     for k, r in enumerate(results):
         entry: dict[str, object] = {
             "name": r.name, "policies": {p: s.as_dict() for p, s in r.policies.items()}}
+        if "optimum" in r.policies:
+            entry["optimum_unproven_jobs"] = r.unproven_optimum
         if r.pool:
             entry["selection_members"] = {
                 m: {"mean_cost_usd": c, "hard_deadline_misses": n}

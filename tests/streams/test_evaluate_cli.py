@@ -73,3 +73,22 @@ def test_evaluate_names_a_bad_option(tmp_path, args, message):
     result = CliRunner().invoke(app, ["evaluate", "--trace", str(trace), *args])
     assert result.exit_code == 2
     assert message in " ".join(result.output.split())
+
+
+def test_report_says_when_the_optimum_is_not_proven():
+    from rich.console import Console
+
+    from solver.evaluation.evaluate import CaseResult, PolicyStats
+    from streams.reports.evaluation import case_table, summary
+
+    stats = {"greedy": PolicyStats(8, 10.0, 5.0, 1.0, 0, 0),
+             "optimum": PolicyStats(8, 9.0, 6.0, 1.0, 0, 0)}
+    console = Console(width=200, record=True)
+    for unproven in (0, 4):
+        result = CaseResult("fine-tune", "fine-tune", stats, unproven_optimum=unproven)
+        console.print(case_table(result, "fine-tune"))
+        assert summary([result])["scenarios"][0]["optimum_unproven_jobs"] == unproven
+    text = console.export_text()
+    assert text.count("optimum: 4 of 8 jobs planned by a search a solver limit stopped") == 1
+    without = CaseResult("fine-tune", "fine-tune", {"greedy": stats["greedy"]})
+    assert "optimum_unproven_jobs" not in summary([without])["scenarios"][0]

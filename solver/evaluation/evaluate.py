@@ -194,9 +194,8 @@ def evaluate_case(
 
 def play(spec: PolicySpec, episode: Episode, settings: EvaluationSettings,
          selector: Selector | None = None) -> list[JobResult]:
-    """One policy over one episode (``selector``: policy selection's learning state)."""
-    if spec.name == "optimum":
-        return play_optimum(episode, settings)[0]
+    """One online policy over one episode (``selector``: policy selection's learning state);
+    the hindsight optimum is :func:`play_optimum`'s."""
     data, jobs = episode.data, list(episode.jobs)
     extra: dict[str, Any] = {}
     if spec.name == "policy-selection":
@@ -214,8 +213,7 @@ def play_optimum(episode: Episode, settings: EvaluationSettings) -> tuple[list[J
     results: dict[str, JobResult] = {}
     unproven = 0
     for group in competing_groups(jobs, data):
-        policy = make_policy("optimum", data=data, jobs=group, limits=settings.optimum_limits)
-        assert isinstance(policy, Optimum)
+        policy = Optimum(data, group, limits=settings.optimum_limits)
         results.update((r.job_id, r) for r in simulate(data, group, policy).jobs)
         unproven += 0 if policy.plan.optimal else len(group)
     return [results[j.id] for j in jobs], unproven

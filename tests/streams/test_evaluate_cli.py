@@ -3,9 +3,12 @@ import re
 
 import numpy as np
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
+from solver.evaluation.evaluate import CaseResult, PolicyStats
 from streams.cli import app
+from streams.reports.evaluation import case_table, summary
 
 
 def write_probe_trace(path, hours=30, zones=("us-east-1a", "us-west-2b")):
@@ -76,11 +79,6 @@ def test_evaluate_names_a_bad_option(tmp_path, args, message):
 
 
 def test_report_says_when_the_optimum_is_not_proven():
-    from rich.console import Console
-
-    from solver.evaluation.evaluate import CaseResult, PolicyStats
-    from streams.reports.evaluation import case_table, summary
-
     stats = {"greedy": PolicyStats(8, 10.0, 5.0, 1.0, 0, 0),
              "optimum": PolicyStats(8, 9.0, 6.0, 1.0, 0, 0)}
     console = Console(width=200, record=True)

@@ -7,8 +7,8 @@ import math
 import numpy as np
 from river import base, linear_model, optim, time_series
 
-from solver.forecast.base import Described, check_horizon, check_price, unknown
 from solver.forecast.drift import BASIS_POINTS
+from solver.forecast.river_price import RiverLogPrice
 
 
 def scaled_regressor() -> base.Regressor:
@@ -17,7 +17,7 @@ def scaled_regressor() -> base.Regressor:
     return linear_model.LinearRegression(optimizer=optim.AdaGrad(0.1), intercept_lr=0.0)
 
 
-class SnarimaxPrice(Described):
+class SnarimaxPrice(RiverLogPrice):
     """river's ``SNARIMAX(p, d, q)`` on ``10⁴ · log(price / first price)``.
 
     The log scale in basis points keeps the regressor's inputs near 1. Unobserved slots are
@@ -32,31 +32,16 @@ class SnarimaxPrice(Described):
         self.d = d
         self.q = q
         self.regressor = regressor
-        self._model = time_series.SNARIMAX(
+        model = time_series.SNARIMAX(
             p=p, d=d, q=q, regressor=scaled_regressor() if regressor is None else regressor.clone()
         )
+        super().__init__(model, warmup=p + d + q + 1)
         self._reference = math.nan
-        self._observed = 0
-        self._last = math.nan
-        self._since = 0
 
-    def learn_one(self, y: float) -> None:
-        price = check_price(y)
-        if math.isnan(price):
-            self._since += 1
-            return
+    def _scale(self, log_price: float) -> float:
         if math.isnan(self._reference):
-            self._reference = math.log(price)
-        self._model.learn_one((math.log(price) - self._reference) * BASIS_POINTS)
-        self._observed += 1
-        self._last = price
-        self._since = 0
+            self._reference = log_price
+        return (log_price - self._reference) * BASIS_POINTS
 
-    def forecast(self, horizon: int) -> np.ndarray:
-        horizon = check_horizon(horizon)
-        if math.isnan(self._last):
-            return unknown(horizon)
-        if self._observed <= self.p + self.d + self.q:
-            return np.full(horizon, self._last)
-        scaled = np.array(self._model.forecast(self._since + horizon)[self._since :])
-        return np.exp(self._reference + scaled / BASIS_POINTS)
+    def _unscale(self, scaled: np.ndarray) -> np.ndarray:
+        return self._reference + scaled / BASIS_POINTS

@@ -39,6 +39,7 @@ class SnarimaxPrice(RiverLogPrice):
         self._reference = math.nan
 
     def _scale(self, log_price: float) -> float:
+        """Basis points of the first observed log price, which the first call fixes."""
         if math.isnan(self._reference):
             self._reference = log_price
         return (log_price - self._reference) * BASIS_POINTS

@@ -35,7 +35,7 @@ from solver.policies.forecast_sources import (
     NoisyOracleForecast,
 )
 from solver.policies.optimum import Optimum
-from solver.policies.selection import DEFAULT_POOL, FALLBACK, Selector
+from solver.policies.selection import FALLBACK, Selector
 from solver.policies.spec import format_pool
 from solver.simulator import simulate
 
@@ -52,19 +52,16 @@ Progress = Callable[[int], None]
 
 @dataclass(frozen=True)
 class EvaluationSettings:
-    """How the forecast-driven, learning and hindsight policies are set up.
+    """How the forecast-driven and hindsight policies are set up.
 
-    ``forecast`` is what planners plan on unless their spec says; ``pool``, ``learner`` and
-    ``rate`` configure policy selection; ``optimum_limits`` bounds each hindsight integer
+    ``forecast`` is what planners plan on unless their spec says (policy selection takes its
+    pool, learner and rate from its own spec); ``optimum_limits`` bounds each hindsight integer
     program (HiGHS: the best plan within 100 branch-and-bound nodes; the exact dynamic program
     needs no limit); the sensitivity study runs CHC at ``sensitivity_errors`` with policy
     selection falling back above ``error_threshold``.
     """
 
     forecast: ForecastKind = "distribution"
-    learner: str = "hedge"
-    rate: float = 4.0
-    pool: tuple[PolicySpec, ...] = DEFAULT_POOL
     optimum_limits: SolverLimits = field(
         default_factory=lambda: SolverLimits(node_limit=100, relative_gap=1e-3))
     sensitivity_errors: tuple[float, ...] = (0.0, 0.2, 0.5, 1.0)
@@ -171,7 +168,7 @@ def evaluate_case(
     unproven = 0
     for spec in specs:
         if spec.name == "policy-selection":
-            selector = _selector(spec, settings, seed)
+            selector = Selector.of(spec, seed)
         results: list[JobResult] = []
         for episode in case.episodes:
             if spec.name == "optimum":
@@ -234,13 +231,6 @@ def _builder(data: MarketData, settings: EvaluationSettings) -> Callable[..., Po
     return build
 
 
-def _selector(spec: PolicySpec, settings: EvaluationSettings, seed: int) -> Selector:
-    params = spec.kwargs
-    return Selector(settings.pool, str(params.get("learner", settings.learner)),
-                    float(params.get("rate", settings.rate)), int(params.get("seed", seed)),
-                    float(params.get("loss_scale", 0.1)))
-
-
 def competing_groups(jobs: list[Job], data: MarketData) -> list[list[Job]]:
     """Jobs split into the smallest groups that share no market: only jobs in one group can
     compete for capacity, so each group is planned on its own."""
@@ -296,7 +286,7 @@ def sensitivity(
     pool = (FALLBACK, PolicySpec.of("prediction-free", sigma=0.5), PolicySpec("chc"))
     points = []
     for error in settings.sensitivity_errors:
-        selector = Selector(pool, settings.learner, settings.rate, seed)
+        selector = Selector(pool, seed=seed)
         chc: list[JobResult] = []
         selection: list[JobResult] = []
         prior = 0.0

@@ -129,6 +129,18 @@ class Selector:
         self.trace = RegretTrace(len(self.pool))
         self.settled: list[Settlement] = []
 
+    @classmethod
+    def of(cls, spec: PolicySpec, seed: int = 0) -> Selector:
+        """The learning state a ``policy-selection`` spec asks for: its pool, learner, rate,
+        loss scale and seed (``seed`` where it names none), the defaults for what it leaves
+        out."""
+        declared = PolicySelection.PARAMETERS
+        params = {k: declared[k](v) for k, v in spec.kwargs.items()
+                  if k in ("pool", "learner", "rate", "loss_scale", "seed")}
+        pool = params.pop("pool", None)
+        return cls(parse_pool(str(pool)) if pool is not None else DEFAULT_POOL,
+                   **{"seed": seed, **params})  # type: ignore[arg-type]
+
     def index(self, member: PolicySpec) -> int:
         labels = [str(m) for m in self.pool]
         if str(member) not in labels:

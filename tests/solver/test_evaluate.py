@@ -48,6 +48,17 @@ def test_cant_be_late_case_statistics_per_policy():
         assert result.member_costs[result.pool.index(member)] == pytest.approx(alone)
 
 
+def test_policy_selection_learns_over_the_pool_its_spec_names():
+    case = cant_be_late_cases(probe_ticks(400), 2, 0, SMALL_CBL)[0]
+    spec = "policy-selection:pool=prediction-free+greedy,learner=exp3"
+    result = evaluate_case(case, [spec, "prediction-free", "greedy"])
+    assert result.pool == ("prediction-free", "greedy")
+    assert result.regret.rounds == case.n_jobs
+    # Each member's shadow bills what the member alone does.
+    for k, member in enumerate(result.pool):
+        assert result.member_costs[k] == pytest.approx(result.policies[member].mean_cost_usd)
+
+
 def test_policy_specs_are_checked_and_slow_ones_left_out_by_default():
     with pytest.raises(ValueError, match=r"policy='fastest': expected one of on-demand, "):
         check_policies(["greedy", "fastest"])

@@ -5,10 +5,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from solver.experts import Exp3
 from solver.job import JobResult
 from solver.market import MarketData
 from solver.policies import PolicySpec, check_spec, make_policy
-from solver.policies.selection import PolicySelection, Selector, on_demand_bill, round_losses
+from solver.policies.selection import (
+    DEFAULT_POOL,
+    PolicySelection,
+    Selector,
+    on_demand_bill,
+    round_losses,
+)
 from solver.policies.spec import format_pool, parse_pool
 from solver.simulator import simulate
 from tests.solver.helpers import HOUR, flat_data, job, markets
@@ -223,6 +230,21 @@ def test_a_pool_is_written_as_one_spec_parameter_and_read_back():
     assert [str(m) for m in policy.selector.pool] == [
         "risk-aware", "prediction-free:sigma=0.5", "chc:commitment=2,window_hours=12"]
     assert policy.fallback == 2
+
+
+def test_the_learning_state_of_a_spec_is_what_the_policy_itself_builds():
+    spec = PolicySpec.parse(f"policy-selection:pool={format_pool(POOL)},learner=exp3,"
+                            "rate=2,loss_scale=0.2,fallback=prediction-free")
+    state = Selector.of(spec, seed=3)
+    own = make_policy(spec, seed=3).selector
+    assert state.pool == own.pool == POOL
+    assert type(state.learner) is type(own.learner) is Exp3
+    assert state.learner.scale == own.learner.scale == 2.0
+    assert state.loss_scale == own.loss_scale == 0.2
+    assert state.rng.random() == own.rng.random()
+    assert Selector.of(PolicySpec.parse("policy-selection:seed=5"), seed=3).rng.random() == (
+        Selector(seed=5).rng.random())
+    assert Selector.of(PolicySpec("policy-selection")).pool == DEFAULT_POOL
 
 
 @pytest.mark.parametrize("pool, message", [

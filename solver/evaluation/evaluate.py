@@ -109,8 +109,9 @@ class PolicyStats:
 @dataclass(frozen=True)
 class CaseResult:
     """Statistics per policy (by spec) for one case; the jobs whose hindsight plan a solver
-    limit left without proof of optimality; policy selection's regret trace, pool, and each
-    member's mean cost and hard misses on the same jobs (from its shadow)."""
+    limit left without proof of optimality; for ``selection``, the policy-selection spec
+    played last, its regret trace, pool, and each member's mean cost and hard misses on the
+    same jobs (from its shadow)."""
 
     scenario: str
     name: str
@@ -120,6 +121,7 @@ class CaseResult:
     member_costs: tuple[float, ...] = ()
     member_misses: tuple[int, ...] = ()
     unproven_optimum: int = 0
+    selection: str = ""
 
 
 @dataclass(frozen=True)
@@ -165,10 +167,11 @@ def evaluate_case(
     specs = check_policies(policies if policies is not None else default_policies(case.scenario))
     stats: dict[str, PolicyStats] = {}
     selector: Selector | None = None
+    selection = ""
     unproven = 0
     for spec in specs:
         if spec.name == "policy-selection":
-            selector = Selector.of(spec, seed)
+            selector, selection = Selector.of(spec, seed), str(spec)
         results: list[JobResult] = []
         for episode in case.episodes:
             if spec.name == "optimum":
@@ -186,7 +189,7 @@ def evaluate_case(
     return CaseResult(case.scenario, case.name, stats, selector.trace,
                       tuple(str(m) for m in selector.pool),
                       tuple(float(c) for c in selector.member_costs()),
-                      tuple(int(m) for m in (~met).sum(axis=0)), unproven)
+                      tuple(int(m) for m in (~met).sum(axis=0)), unproven, selection)
 
 
 def play(spec: PolicySpec, episode: Episode, settings: EvaluationSettings,

@@ -134,7 +134,7 @@ def _selection_caption(result: CaseResult) -> str | None:
     best = int(np.argmin(result.member_costs))
     members = ", ".join(f"{m} {c:,.2f}" for m, c in zip(result.pool, result.member_costs,
                                                          strict=True))
-    return (f"policy-selection members' mean cost USD (shadows): {members}; best "
+    return (f"{result.selection} members' mean cost USD (shadows): {members}; best "
             f"{result.pool[best]}. Regret after " + ", ".join(
                 f"{t}: {result.regret.regret[t - 1]:.2f}" for t in marks) + " rounds"
             f" (Hedge bound at {rounds}: {regret_bound(rounds, len(result.pool)):.2f})")
@@ -174,6 +174,7 @@ def summary(results: Sequence[CaseResult],
         if "optimum" in r.policies:
             entry["optimum_unproven_jobs"] = r.unproven_optimum
         if r.pool:
+            entry["selection"] = r.selection
             entry["selection_members"] = {
                 m: {"mean_cost_usd": c, "hard_deadline_misses": n}
                 for m, c, n in zip(r.pool, r.member_costs, r.member_misses, strict=True)}

@@ -53,6 +53,8 @@ def test_policy_selection_learns_over_the_pool_its_spec_names():
     spec = "policy-selection:pool=prediction-free+greedy,learner=exp3"
     result = evaluate_case(case, [spec, "prediction-free", "greedy"])
     assert result.pool == ("prediction-free", "greedy")
+    assert result.selection == str(check_policies([spec])[0])
+    assert "pool=prediction-free+greedy" in result.selection
     assert result.regret.rounds == case.n_jobs
     # Each member's shadow bills what the member alone does.
     for k, member in enumerate(result.pool):

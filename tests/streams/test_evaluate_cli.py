@@ -44,6 +44,7 @@ def test_evaluate_prints_tables_and_writes_json_and_plots(tmp_path, drawn):
     assert set(scenario["policies"]["on-demand"]) == {
         "runs", "mean_cost_usd", "mean_utility", "mean_restarts", "hard_deadline_misses",
         "soft_deadline_misses"}
+    assert scenario["selection"] == "policy-selection"
     assert set(scenario["selection_members"]) == {
         "risk-aware", "prediction-free", "prediction-free:sigma=0.75",
         "prediction-free:sigma=0.5", "uniform-progress"}

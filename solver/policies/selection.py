@@ -135,11 +135,12 @@ class Selector:
         loss scale and seed (``seed`` where it names none), the defaults for what it leaves
         out."""
         declared = PolicySelection.PARAMETERS
-        params = {k: declared[k](v) for k, v in spec.kwargs.items()
-                  if k in ("pool", "learner", "rate", "loss_scale", "seed")}
-        pool = params.pop("pool", None)
-        return cls(parse_pool(str(pool)) if pool is not None else DEFAULT_POOL,
-                   **{"seed": seed, **params})  # type: ignore[arg-type]
+        params: dict[str, Any] = {"seed": seed} | {
+            k: declared[k](v) for k, v in spec.kwargs.items()
+            if k in ("pool", "learner", "rate", "loss_scale", "seed")}
+        if "pool" in params:
+            params["pool"] = parse_pool(params["pool"])
+        return cls(**params)
 
     def index(self, member: PolicySpec) -> int:
         labels = [str(m) for m in self.pool]

@@ -101,7 +101,8 @@ def _title(case: Case, source: str) -> str:
 
 def case_table(result: CaseResult, title: str) -> Table:
     """Mean cost (and its ratio to the optimum's), utility, restarts and deadline misses per
-    policy; under it, policy selection's members and regret."""
+    policy; under it, how many jobs the optimum planned without proof, and policy selection's
+    members and regret."""
     optimum = result.policies.get("optimum")
     captions = [c for c in (_optimum_caption(result), _selection_caption(result)) if c]
     table = Table(title=title, caption="\n".join(captions) or None)

@@ -170,6 +170,9 @@ def replay(
         help="Workload file (JSON or CSV of jobs, e.g. examples/jobs.json) instead of "
         "generated jobs.", exists=True, dir_okay=False)] = None,
     n_jobs: Annotated[int, typer.Option(help="Jobs to generate.", callback=positive_count)] = 20,
+    fixed_count: Annotated[bool, typer.Option(
+        "--fixed-count", help="Generated jobs run at a fixed instance count (N_min = N_max) "
+        "instead of N_min = N_max / 2.")] = False,
     policy: Policies = None,
     seed: Seed = 0,
     slot_seconds: SlotSeconds = 3600,
@@ -198,7 +201,7 @@ def replay(
 
     policy = policy or list(DEFAULT_POLICIES)
     ticks, source = _market_ticks(trace or [], seed, markets, days, on_demand_price, prices)
-    data, workload = _replay_inputs(ticks, slot_seconds, jobs, n_jobs, seed)
+    data, workload = _replay_inputs(ticks, slot_seconds, jobs, n_jobs, seed, fixed_count)
     if broker is not None:
         _publish_replay(broker, ticks, workload, speed, job_partitions)
         return
@@ -212,13 +215,14 @@ def replay(
         wrote(write_decisions(decisions, data, results))
     if report is not None:
         inputs = {"traces": [str(p) for p in trace or []], "jobs": str(jobs) if jobs else None,
-                  "n_jobs": len(workload), "policies": list(policy), "seed": seed,
+                  "n_jobs": len(workload), "fixed_count": fixed_count,
+                  "policies": list(policy), "seed": seed,
                   "slot_seconds": slot_seconds}
         wrote(*write_report(report, data, workload, results, summaries, inputs))
 
 
 def _replay_inputs(ticks: list[MarketTicks], slot_seconds: float, jobs: Path | None,
-                   n_jobs: int, seed: int) -> tuple[MarketData, list[Job]]:
+                   n_jobs: int, seed: int, fixed_count: bool) -> tuple[MarketData, list[Job]]:
     """The market data and the workload of a replay: the --jobs file or generated jobs."""
     from streams.traces.jobs_file import load_jobs
 
@@ -226,7 +230,8 @@ def _replay_inputs(ticks: list[MarketTicks], slot_seconds: float, jobs: Path | N
         data = build_market_data(ticks, slot_seconds)
         if jobs is not None:
             return data, load_jobs(jobs)
-        return data, generate_jobs(data, n_jobs, WorkloadSpec(seed=seed))
+        shape = WorkloadSpec(seed=seed, n_min_share=1.0) if fixed_count else WorkloadSpec(seed=seed)
+        return data, generate_jobs(data, n_jobs, shape)
     except ValueError as exc:
         fail(exc)
 

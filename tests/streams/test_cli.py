@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from streams.cli import app
+from streams.cli import _replay_inputs, app
 from streams.traces.jobs_file import load_jobs
 
 runner = CliRunner()
@@ -60,6 +60,19 @@ def test_replay_report_and_decisions(tmp_path, plain_csv):
     for r in rows:
         assert r["time"].endswith(":00:00Z")
         assert datetime.fromisoformat(r["time"]).timestamp() == r["epoch"] * 3600
+
+
+def test_replay_generates_fixed_count_jobs_on_request(tmp_path):
+    ticks = synthetic_ticks(SyntheticMarketSpec(seed=0, days=7))
+    shapes = {fixed: [(j.n_min, j.n_max) for j in _replay_inputs(ticks, 3600, None, 12, 0,
+                                                                   fixed)[1]]
+              for fixed in (False, True)}
+    assert all(n_min == n_max for n_min, n_max in shapes[True])
+    assert any(n_min < n_max for n_min, n_max in shapes[False])
+    assert [n for _, n in shapes[True]] == [n for _, n in shapes[False]]
+    run("replay", "--n-jobs", "4", "--policy", "on-demand", "--fixed-count", "--report",
+        str(tmp_path))
+    assert json.loads((tmp_path / "report.json").read_text())["inputs"]["fixed_count"] is True
 
 
 def test_replay_per_job_prints_every_job_under_every_policy():

@@ -38,6 +38,20 @@ class LevelModel:
         shares.setflags(write=False)
         object.__setattr__(self, "shares", shares)
 
+    def share_at_least(self, count: int) -> float:
+        """The share of slots with capacity that offer at least ``count`` instances (level 1
+        before any count is seen)."""
+        total = float(self.shares.sum())
+        if count <= 1:
+            return 1.0
+        return float(self.shares[count - 1:].sum()) / total if total > 0 else 0.0
+
+    def keeps_at_least(self, count: int) -> float:
+        """The chance that a slot offering at least ``count`` instances is followed, when the
+        next slot has capacity, by one that does too: the level repeats, or the next level is
+        drawn from the shares and is at least ``count``."""
+        return self.persistence + (1.0 - self.persistence) * self.share_at_least(count)
+
     def distribution(self, steps: np.ndarray) -> np.ndarray:
         """``(len(steps), levels)``: the level distribution ``steps`` slots after the last one
         observed, given capacity then."""

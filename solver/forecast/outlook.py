@@ -125,6 +125,26 @@ class MarketOutlook:
             probability = table.capacity_probability(run.state, run.age, horizon)
         return CapacityForecast(probability, level.distribution(steps))
 
+    def transitions(self, instances: int, horizon: int) -> np.ndarray | None:
+        """``(horizon, 2, age buckets)``: the probability that slot ``t + j + 1`` offers at
+        least ``instances`` given whether slot ``t + j`` did (0/1) and the age bucket of the
+        market's capacity run then; ``None`` without run hazards.
+
+        One instance is the run hazards' own chain. For more, the capacity run and the level
+        combine as the two models assume, independently: a slot that offers enough is followed
+        by one that does when the run goes on and the level stays at least ``instances``
+        (:meth:`LevelModel.keeps_at_least`); a slot that does not, when capacity comes (the
+        hazard of a gap of that age) at a level at least ``instances``
+        (:meth:`LevelModel.share_at_least`).
+        """
+        if self.hazards is None:
+            return None
+        on = self.hazards.on_probability(1, horizon)
+        if instances > 1:
+            on[:, 1, :] *= self.levels.keeps_at_least(instances)
+            on[:, 0, :] *= self.levels.share_at_least(instances)
+        return on
+
     def to_wire(self) -> dict[str, Any]:
         """A JSON-ready dict (``None`` for unknown numbers)."""
         return {

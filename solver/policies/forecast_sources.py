@@ -5,9 +5,9 @@ A source answers two questions at a slot boundary:
 
 * :meth:`ForecastSource.window` — a price and a spot capacity per market for the current slot
   and the ``horizon - 1`` after it, which the committed-horizon program plans on as if certain;
-* :meth:`ForecastSource.transitions` — for the stochastic program, the probability of capacity
-  in each coming slot given the state and age bucket of the run in the slot before, and the
-  price path.
+* :meth:`ForecastSource.transitions` — for the stochastic program of a job of ``instances``
+  instances, the probability that each coming slot offers at least that many given whether the
+  slot before did and the age bucket of the market's capacity run then, and the price path.
 
 Sources are deterministic: the same observation (and seed) always gives the same answer. The
 current slot's values are those the boundary shows, for every source but the oracle.
@@ -39,7 +39,7 @@ class ForecastSource(Protocol):
 
     def window(self, obs: Observation, horizon: int) -> tuple[np.ndarray, np.ndarray]: ...
 
-    def transitions(self, obs: Observation, market: int, horizon: int
+    def transitions(self, obs: Observation, market: int, horizon: int, instances: int
                     ) -> tuple[np.ndarray, np.ndarray]: ...
 
 
@@ -56,10 +56,10 @@ class OracleForecast:
         cols = self._columns(obs.slot, horizon)
         return self.data.price[:, cols], self.data.availability[:, cols]
 
-    def transitions(self, obs: Observation, market: int, horizon: int
+    def transitions(self, obs: Observation, market: int, horizon: int, instances: int
                     ) -> tuple[np.ndarray, np.ndarray]:
         cols = self._columns(obs.slot, horizon + 1)
-        on = (self.data.availability[market, cols[1:]] > 0).astype(float)
+        on = (self.data.availability[market, cols[1:]] >= max(instances, 1)).astype(float)
         return _state_free(on), self.data.price[market, cols[:-1]].astype(float)
 
     def _columns(self, first: int, horizon: int) -> np.ndarray:
@@ -93,10 +93,11 @@ class NoisyOracleForecast:
         flipped = rng.random(availability.shape) < self.flip
         return noisy_price, np.where(flipped, (availability == 0).astype(np.int64), availability)
 
-    def transitions(self, obs: Observation, market: int, horizon: int
+    def transitions(self, obs: Observation, market: int, horizon: int, instances: int
                     ) -> tuple[np.ndarray, np.ndarray]:
         price, availability = self.window(obs, horizon + 1)
-        return _state_free((availability[market, 1:] > 0).astype(float)), price[market, :-1]
+        on = (availability[market, 1:] >= max(instances, 1)).astype(float)
+        return _state_free(on), price[market, :-1]
 
 
 class PointForecast:
@@ -117,10 +118,10 @@ class PointForecast:
             availability[m] = np.concatenate(([now], np.where(ahead.probability >= 0.5, last, 0)))
         return price, availability
 
-    def transitions(self, obs: Observation, market: int, horizon: int
+    def transitions(self, obs: Observation, market: int, horizon: int, instances: int
                     ) -> tuple[np.ndarray, np.ndarray]:
         outlook, now = obs.outlooks[market], int(obs.availability_now[market])
-        on = (outlook.ahead(now, horizon).probability >= 0.5).astype(float)
+        on = (outlook.ahead(now, horizon).at_least(instances) >= 0.5).astype(float)
         return _state_free(on), _price_path(outlook, float(obs.price_now[market]), horizon)
 
 
@@ -128,11 +129,12 @@ class DistributionForecast:
     """The learned distributions, for planners that need them.
 
     :meth:`transitions` gives the outlook's run hazards (the probability of capacity depends on
-    the run's state and age). :meth:`window`, for programs that plan on one path, gives in each
-    coming slot the capacity reached with probability ``confidence`` (a chance constraint:
-    spot is planned only where it is that likely), and prices spot with the expected cost of
-    losing it: the hazard that the current run ends at the next slot, times one restart
-    overhead billed at the on-demand price.
+    the run's state and age), combined with its level model for jobs of several instances
+    (:meth:`~solver.forecast.outlook.MarketOutlook.transitions`). :meth:`window`, for programs
+    that plan on one path, gives in each coming slot the capacity reached with probability
+    ``confidence`` (a chance constraint: spot is planned only where it is that likely), and
+    prices spot with the expected cost of losing it: the hazard that the current run ends at the
+    next slot, times one restart overhead billed at the on-demand price.
     """
 
     exact = False
@@ -157,13 +159,14 @@ class DistributionForecast:
             price[m] = _price_path(outlook, float(obs.price_now[m]), horizon) + premium
         return price, availability
 
-    def transitions(self, obs: Observation, market: int, horizon: int
+    def transitions(self, obs: Observation, market: int, horizon: int, instances: int
                     ) -> tuple[np.ndarray, np.ndarray]:
         outlook = obs.outlooks[market]
         price = _price_path(outlook, float(obs.price_now[market]), horizon)
-        if outlook.hazards is None:
-            return PointForecast().transitions(obs, market, horizon)[0], price
-        return outlook.hazards.on_probability(1, horizon), price
+        on = outlook.transitions(instances, horizon)
+        if on is None:
+            return PointForecast().transitions(obs, market, horizon, instances)[0], price
+        return on, price
 
 
 def make_source(kind: ForecastKind, data: MarketData | None = None) -> ForecastSource:

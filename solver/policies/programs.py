@@ -9,15 +9,21 @@ the run is to end before the overhead pays off. With a ``window``, the program e
 values the work left at on-demand to the end (Committed Horizon Control's terminal
 condition); without one it runs to the hard deadline.
 
-A program is a rule for every state, so it is solved once and followed, and solved again
-every ``resolve_hours`` of the job's life on the newest outlook (sooner when its window runs
-out or the job's state leaves what it covers). A job allowed in several markets is planned in
-the one it holds and the ``markets`` most promising others (by the expected spot saving over
-the next day: chance of capacity times the discount on on-demand), and takes the cheapest
-action over them; spot goes to jobs in the simulator's priority order, a job seeing none left
-in its market as a slot without capacity. At most ``solves`` programs are solved per slot (in
-priority order), so a burst of new jobs does not stretch an epoch: a job whose program must
-wait is left to the caller's other planner meanwhile.
+A program is a rule for every state, so it is solved once and followed, and solved again every
+``resolve_hours`` of the job's life on the newest outlook (sooner when its window runs out or
+the job's state leaves what it covers). A job allowed in several markets is planned in the one
+it holds and the ``markets`` most promising others (by the expected spot saving over the next
+day: chance of capacity times the discount on on-demand), and takes the cheapest action over
+them; spot goes to jobs in the simulator's priority order, a job seeing fewer than its
+instances left in its market as a slot without capacity. A program is solved on the chance that
+the market offers at least the job's instances plus those of every job before it planned in
+that market (:meth:`~solver.forecast.outlook.MarketOutlook.transitions`): they take spot first,
+and each of them may want it there. At most ``solves`` programs are solved per slot, so a burst
+of new jobs does not stretch an epoch: first those of jobs with no program that covers their
+state (in priority order; a job whose programs must wait is left to the caller's other planner
+meanwhile), then the stalest of those due for a re-solve. A job whose re-solve must wait
+follows the program it has, so that every job, once it has a program, keeps to one planner
+however many jobs share the budget.
 
 Before an allocation runs, :func:`~solver.policies.common.finishable` checks that on-demand
 could still meet the hard deadline should this slot's spot be lost; where it could not, the
@@ -65,19 +71,23 @@ class SingleJobPrograms:
         self.window_hours = window_hours
         self.markets = markets
         self.solves = solves
-        self._budget = 0
         self._programs: dict[tuple[str, int], _Program] = {}
 
     def decide(self, obs: Observation) -> tuple[dict[str, Allocation | None], np.ndarray]:
         """Allocations (``None``: idle) of the jobs a program decides, and the spot they left
         per market; the other jobs are the caller's."""
-        self._budget = self.solves
         left = np.array(obs.availability_now, dtype=np.int64)
         out: dict[str, Allocation | None] = {}
+        planned, due = self._schedule(obs)
+        ahead = np.zeros(len(obs.markets), dtype=np.int64)
         for view in obs.jobs:
-            if not self._programmable(obs, view):
+            if view.id not in planned:
                 continue
-            choice = self._follow(obs, view, left)
+            for m in planned[view.id]:
+                if (view.id, m) in due:
+                    self._solve(obs, view, m, int(ahead[m]))
+                ahead[m] += view.job.n_min
+            choice = self._follow(obs, view, left, planned[view.id])
             if not finishable(obs, view, choice, credit_spot=self.forecast.exact,
                               by=view.job.hard_deadline):
                 choice = on_demand(obs, view)
@@ -88,32 +98,53 @@ class SingleJobPrograms:
         self._programs = {k: p for k, p in self._programs.items() if k[0] in live}
         return out, left
 
-    def _programmable(self, obs: Observation, view: JobView) -> bool:
+    def _schedule(self, obs: Observation) -> tuple[dict[str, list[int]], set[tuple[str, int]]]:
+        """The markets of each job that follows its programs at this slot, and the (job,
+        market) programs to solve first: those of the jobs without one that covers their
+        state, in priority order (a job whose programs do not all fit in what is left of the
+        budget is the caller's), then, while the budget lasts, the stalest of those due for a
+        re-solve (the others follow the program they have)."""
+        budget = self.solves
+        planned: dict[str, list[int]] = {}
+        due: set[tuple[str, int]] = set()
+        stale: list[tuple[int, int, str, int]] = []
+        for order, view in enumerate(obs.jobs):
+            markets = self._plannable(obs, view)
+            if not markets:
+                continue
+            missing = [m for m in markets if not self._covers(obs, view, m)]
+            if len(missing) > budget:
+                continue
+            budget -= len(missing)
+            due.update((view.id, m) for m in missing)
+            planned[view.id] = markets
+            stale.extend((self._programs[view.id, m].solved_at, order, view.id, m)
+                         for m in markets if m not in missing and self._stale(obs, view, m))
+        due.update((job_id, m) for _, _, job_id, m in sorted(stale)[:budget])
+        return planned, due
+
+    def _plannable(self, obs: Observation, view: JobView) -> list[int]:
+        """The markets the job would be planned in, or none when it is not a program's."""
         job = view.job
         if job.n_min != job.n_max or not job.allow_spot:
-            return False
+            return []
         markets = self._candidates(obs, view)
-        if not markets:
-            return False
         if not self.forecast.exact and any(obs.outlooks[m].hazards is None for m in markets):
-            return False
+            return []
         if not stochastic.fits(_single_job(obs, view), _slack(obs, view), self._window(obs)):
-            return False
-        due = sum(self._due(obs, view, m) for m in markets)
-        if due > self._budget:
-            return False
-        self._budget -= due
-        return True
+            return []
+        return markets
 
-    def _follow(self, obs: Observation, view: JobView, left: np.ndarray) -> Allocation | None:
-        """The cheapest action over the job's spot markets, by their programs."""
+    def _follow(self, obs: Observation, view: JobView, left: np.ndarray, markets: list[int]
+                ) -> Allocation | None:
+        """The cheapest action over the job's spot ``markets``, by their programs."""
         job = view.job
         n = job.n_min
         od_market = on_demand_market(obs, view)
         current = view.current
         best: tuple[float, int, int] | None = None
-        for m in self._candidates(obs, view):
-            program = self._program(obs, view, m)
+        for m in markets:
+            program = self._programs[view.id, m]
             held = _held(current, m, od_market, n)
             pending = view.pending_overhead / obs.slot_seconds if held != IDLE else 0.0
             slack = _slack(obs, view) - (pending if held == ON_DEMAND else 0.0)
@@ -149,26 +180,29 @@ class SingleJobPrograms:
         ranked = sorted(allowed, key=lambda m: (m != held, -saving(m), m))
         return sorted(ranked[: self.markets + (held in allowed)])
 
-    def _due(self, obs: Observation, view: JobView, market: int) -> bool:
-        """True when the job's program for ``market`` must be solved (again) at this slot."""
+    def _covers(self, obs: Observation, view: JobView, market: int) -> bool:
+        """True when the job has a program for ``market`` that covers this slot and its
+        state."""
         program = self._programs.get((view.id, market))
-        resolve = max(1, round(self.resolve_hours * SECONDS_PER_HOUR / obs.slot_seconds))
-        return (program is None
-                or obs.slot - program.solved_at >= min(resolve, program.solution.slots)
-                or _slack(obs, view) > program.solution.max_slack + 1e-6
-                or program.solution.job != _single_job(obs, view, obs.slot - program.solved_at))
+        return (program is not None
+                and obs.slot - program.solved_at < program.solution.slots
+                and _slack(obs, view) <= program.solution.max_slack + 1e-6
+                and program.solution.job == _single_job(obs, view, obs.slot - program.solved_at))
 
-    def _program(self, obs: Observation, view: JobView, market: int) -> _Program:
-        key = (view.id, market)
-        program = self._programs.get(key)
-        if program is None or self._due(obs, view, market):
-            job = _single_job(obs, view)
-            slots = stochastic.horizon(job, self._window(obs))
-            on, price = self.forecast.transitions(obs, market, slots)
-            solution = stochastic.solve(job, SpotModel(on, price), _slack(obs, view),
-                                        window=self._window(obs))
-            program = self._programs[key] = _Program(obs.slot, solution)
-        return program
+    def _stale(self, obs: Observation, view: JobView, market: int) -> bool:
+        """True when the job's program for ``market`` is ``resolve_hours`` old."""
+        resolve = max(1, round(self.resolve_hours * SECONDS_PER_HOUR / obs.slot_seconds))
+        return obs.slot - self._programs[view.id, market].solved_at >= resolve
+
+    def _solve(self, obs: Observation, view: JobView, market: int, ahead: int) -> None:
+        """Solve the job's program for ``market``, whose spot the jobs before it, planned
+        there for ``ahead`` instances, take first."""
+        job = _single_job(obs, view)
+        slots = stochastic.horizon(job, self._window(obs))
+        on, price = self.forecast.transitions(obs, market, slots, view.job.n_min + ahead)
+        solution = stochastic.solve(job, SpotModel(on, price), _slack(obs, view),
+                                    window=self._window(obs))
+        self._programs[view.id, market] = _Program(obs.slot, solution)
 
     def _window(self, obs: Observation) -> int | None:
         if self.window_hours is None:

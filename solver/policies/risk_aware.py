@@ -10,7 +10,7 @@ forecasts, and keeps every hard deadline with an on-demand fallback.
   for every state — and re-solved every ``resolve_hours`` of the job's life on the newest
   outlook (or sooner when the job's state leaves what it covers). The job takes the cheapest
   action over its markets; spot goes to jobs in the simulator's priority order, a job seeing
-  none left in its market as a slot without capacity.
+  fewer than its instances left in its market as a slot without capacity.
 * Any other job (an instance range, or no run hazards learned yet) is planned by Committed
   Horizon Control on the distributions (:class:`~solver.policies.forecast_sources.
   DistributionForecast`: spot only where it is ``confidence`` likely, priced with the expected

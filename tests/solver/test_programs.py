@@ -1,0 +1,123 @@
+"""The stochastic programs of fixed-count jobs: what they plan on and when they are solved."""
+
+import numpy as np
+import pytest
+
+from solver.forecast.hazards import HazardTable
+from solver.forecast.levels import LevelModel
+from solver.forecast.outlook import CapacityForecast, MarketOutlook
+from solver.optimize import stochastic
+from solver.policies import make_policy
+from solver.policies.forecast_sources import DistributionForecast
+from solver.policies.programs import SingleJobPrograms
+from solver.simulator import simulate
+from tests.solver.helpers import HOUR, flat_data, job
+
+
+def outlook(shares, persistence):
+    hazard = np.random.default_rng(0).uniform(0.05, 0.5, (2, 10, 3))
+    return MarketOutlook(
+        price=np.ones((5, 4)), capacity=CapacityForecast(np.ones(4), np.ones((4, 1))),
+        levels=LevelModel(np.array(shares, float), 1, persistence),
+        hazards=HazardTable(hazard, 24, 5), run=None)
+
+
+def test_one_instance_plans_on_the_run_hazards_alone():
+    o = outlook([1.0, 1.0, 2.0], 0.8)
+    np.testing.assert_array_equal(o.transitions(1, 6), o.hazards.on_probability(1, 6))
+
+
+def test_several_instances_plan_on_capacity_runs_at_a_level_of_at_least_that_many():
+    o = outlook([1.0, 1.0, 2.0], 0.8)  # levels 1, 2, 3; half the slots with capacity offer 3
+    one, three = o.transitions(1, 6), o.transitions(3, 6)
+    np.testing.assert_allclose(three[:, 1, :], one[:, 1, :] * (0.8 + 0.2 * 0.5))
+    np.testing.assert_allclose(three[:, 0, :], one[:, 0, :] * 0.5)
+    assert not o.transitions(4, 6).any(axis=(0, 2))[0]  # never four: never enough after a gap
+
+
+def test_before_any_count_is_seen_capacity_is_one_instance():
+    levels = LevelModel(np.zeros(1), 0, 0.5)
+    assert levels.share_at_least(1) == 1.0 and levels.share_at_least(2) == 0.0
+
+
+def test_a_job_wanting_more_instances_than_the_market_offers_does_not_wait_for_them():
+    """The market always offers two instances; the job needs four. Planned on any capacity,
+    it would wait for spot it can never get and finish late; planned on four, it runs
+    on-demand in time."""
+    slots = 40
+    data = flat_data(np.full((1, slots), 0.9), np.full((1, slots), 2))
+    j = job(workload=16.0, release=2 * HOUR, soft=12 * HOUR, hard=16 * HOUR, n_min=4, n_max=4,
+            value=100.0, value_at_hard_deadline=20.0, miss_penalty=100.0,
+            restart_overhead=360.0)
+    result = simulate(data, [j], make_policy("risk-aware")).jobs[0]
+    assert result.soft_deadline_met
+    assert result.spot_instance_hours == 0.0
+
+
+class _ProgramsOnly:
+    """Only the programs decide (their other jobs idle); records what they planned."""
+
+    name = "programs-only"
+
+    def __init__(self, solves: int, resolve_hours: float) -> None:
+        self.programs = SingleJobPrograms(DistributionForecast(), resolve_hours, None,
+                                          markets=1, solves=solves)
+        self.planned: dict[int, list[str]] = {}
+
+    def decide(self, obs):
+        out, _ = self.programs.decide(obs)
+        self.planned[obs.slot] = sorted(out)
+        return {k: a for k, a in out.items() if a is not None}
+
+
+@pytest.fixture
+def counted_solves(monkeypatch):
+    """Per slot boundary (the job's program origin, in hours), the programs solved."""
+    solved: list[float] = []
+    solve = stochastic.solve
+
+    def counting(j, model, max_slack, window=None):
+        solved.append(j.deadline)
+        return solve(j, model, max_slack, window)
+
+    monkeypatch.setattr(stochastic, "solve", counting)
+    return solved
+
+
+def test_a_job_whose_re_solve_must_wait_keeps_following_its_program(counted_solves):
+    """With one solve per slot and programs due every slot, the second job gets its program
+    at the next slot, and from then on both jobs follow programs, re-solved in turn."""
+    slots = 32
+    data = flat_data(np.full((1, slots), 0.9), np.full((1, slots), 4))
+    jobs = [job(id="j1", workload=6.0, release=2 * HOUR, soft=31 * HOUR),
+            job(id="j2", workload=6.0, release=2 * HOUR, soft=31.5 * HOUR)]
+    policy = _ProgramsOnly(solves=1, resolve_hours=1.0)
+    simulate(data, jobs, policy)
+    assert policy.planned[2] == ["j1"]
+    assert all(policy.planned[t] == ["j1", "j2"] for t in range(3, 8))
+    busy = [t for t, planned in policy.planned.items() if planned]
+    assert len(counted_solves) == len(busy)  # one solve per slot, never more
+    # j1's deadlines are whole slots from a boundary, j2's half: the stalest goes first
+    assert [d % 1 == 0 for d in counted_solves[:6]] == [True, False] * 3
+
+
+def test_a_job_plans_on_the_spot_the_jobs_before_it_leave(monkeypatch):
+    """Two jobs of two instances in a market offering four: the second job's program plans on
+    at least four, the two of the job before it, planned in that market too, and its own."""
+    seen: list[tuple[int, int]] = []
+    transitions = DistributionForecast.transitions
+
+    def recording(self, obs, market, horizon, instances):
+        seen.append((obs.slot, instances))
+        return transitions(self, obs, market, horizon, instances)
+
+    monkeypatch.setattr(DistributionForecast, "transitions", recording)
+    slots = 10
+    data = flat_data(np.full((1, slots), 0.9), np.full((1, slots), 4))
+    jobs = [job(id=f"j{k}", workload=8.0, release=2 * HOUR, soft=8 * HOUR, n_min=2, n_max=2,
+                restart_overhead=360.0) for k in (1, 2)]
+    policy = _ProgramsOnly(solves=12, resolve_hours=6.0)
+    result = simulate(data, jobs, policy)
+    first = [n for slot, n in seen if slot == 2]
+    assert first == [2, 4]
+    assert all(r.spot_instance_hours > 0 for r in result.jobs)

@@ -182,6 +182,11 @@ def fits(job: SingleJob, max_slack: float, window: int | None = None) -> bool:
     return horizon(job, window) * grid_for(max_slack)[0] <= MAX_CELLS
 
 
+def work(job: SingleJob, max_slack: float, window: int | None = None) -> int:
+    """The (slot, slack, state) cells a program for ``job`` solves: what its time grows with."""
+    return horizon(job, window) * grid_for(max_slack)[0] * state_count(job.overhead)
+
+
 def solve(job: SingleJob, model: SpotModel, max_slack: float, window: int | None = None
           ) -> Solution:
     """Backward induction over the job's slots, or its first ``window`` slots with the work

@@ -55,6 +55,12 @@ class _Program:
     solution: Solution
 
 
+SOLVE_WORK = 80_000
+"""The work one of the ``solves`` per slot stands for, in (slot, slack, state) cells of a program
+(:func:`~solver.optimize.stochastic.work`; a two-day program at the full slack grid on hourly
+slots, about 40 ms here): a bigger program counts as several."""
+
+
 class SingleJobPrograms:
     """The programs of the fixed-count jobs a planner hands over (module doc)."""
 
@@ -103,25 +109,35 @@ class SingleJobPrograms:
         market) programs to solve first: those of the jobs without one that covers their
         state, in priority order (a job whose programs do not all fit in what is left of the
         budget is the caller's), then, while the budget lasts, the stalest of those due for a
-        re-solve (the others follow the program they have)."""
+        re-solve (the others follow the program they have). The budget is ``solves`` programs
+        of :data:`SOLVE_WORK`; the first program of a slot is solved whatever its size."""
         budget = self.solves
         planned: dict[str, list[int]] = {}
         due: set[tuple[str, int]] = set()
-        stale: list[tuple[int, int, str, int]] = []
+        stale: list[tuple[int, int, str, int, int]] = []
         for order, view in enumerate(obs.jobs):
             markets = self._plannable(obs, view)
             if not markets:
                 continue
             missing = [m for m in markets if not self._covers(obs, view, m)]
-            if len(missing) > budget:
+            units = self._units(obs, view)
+            if missing and units * len(missing) > budget and budget < self.solves:
                 continue
-            budget -= len(missing)
+            budget -= units * len(missing)
             due.update((view.id, m) for m in missing)
             planned[view.id] = markets
-            stale.extend((self._programs[view.id, m].solved_at, order, view.id, m)
+            stale.extend((self._programs[view.id, m].solved_at, order, view.id, m, units)
                          for m in markets if m not in missing and self._stale(obs, view, m))
-        due.update((job_id, m) for _, _, job_id, m in sorted(stale)[:budget])
+        for _, _, job_id, m, units in sorted(stale):
+            if units <= budget or budget == self.solves:
+                budget -= units
+                due.add((job_id, m))
         return planned, due
+
+    def _units(self, obs: Observation, view: JobView) -> int:
+        """Of the ``solves`` per slot, how many one program of the job takes."""
+        work = stochastic.work(_single_job(obs, view), _slack(obs, view), self._window(obs))
+        return max(1, math.ceil(work / SOLVE_WORK))
 
     def _plannable(self, obs: Observation, view: JobView) -> list[int]:
         """The markets the job would be planned in, or none when it is not a program's."""

@@ -1,5 +1,7 @@
 """The stochastic programs of fixed-count jobs: what they plan on and when they are solved."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,7 @@ from solver.forecast.outlook import CapacityForecast, MarketOutlook
 from solver.optimize import stochastic
 from solver.policies import make_policy
 from solver.policies.forecast_sources import DistributionForecast
-from solver.policies.programs import SingleJobPrograms
+from solver.policies.programs import SOLVE_WORK, SingleJobPrograms
 from solver.simulator import simulate
 from tests.solver.helpers import HOUR, flat_data, job
 
@@ -121,3 +123,19 @@ def test_a_job_plans_on_the_spot_the_jobs_before_it_leave(monkeypatch):
     first = [n for slot, n in seen if slot == 2]
     assert first == [2, 4]
     assert all(r.spot_instance_hours > 0 for r in result.jobs)
+
+
+def test_a_long_program_counts_as_several_of_the_solves_per_slot(counted_solves):
+    """Week-long programs take more than one of the solves: with two per slot, one is solved
+    per slot; shorter ones would both be solved at once."""
+    slots = 230
+    data = flat_data(np.full((1, slots), 0.9), np.full((1, slots), 4))
+    jobs = [job(id=f"j{k}", workload=6.0, release=2 * HOUR, soft=(220 + k) * HOUR)
+            for k in (1, 2)]
+    program = stochastic.SingleJob(218.0, 218.0, 0.0, 1, 3.0, 1.0, 0.0, 0.0, 0.0)
+    assert stochastic.work(program, 212.0) > SOLVE_WORK > stochastic.work(
+        replace(program, deadline=48.0, soft=48.0), 42.0)
+    policy = _ProgramsOnly(solves=2, resolve_hours=1e6)
+    simulate(data, jobs, policy)
+    assert policy.planned[2] == ["j1"] and policy.planned[3] == ["j1", "j2"]
+    assert len(counted_solves) == 2

@@ -59,7 +59,7 @@ class OracleForecast:
     def transitions(self, obs: Observation, market: int, horizon: int, instances: int
                     ) -> tuple[np.ndarray, np.ndarray]:
         cols = self._columns(obs.slot, horizon + 1)
-        on = (self.data.availability[market, cols[1:]] >= max(instances, 1)).astype(float)
+        on = (self.data.availability[market, cols[1:]] >= instances).astype(float)
         return _state_free(on), self.data.price[market, cols[:-1]].astype(float)
 
     def _columns(self, first: int, horizon: int) -> np.ndarray:
@@ -96,7 +96,7 @@ class NoisyOracleForecast:
     def transitions(self, obs: Observation, market: int, horizon: int, instances: int
                     ) -> tuple[np.ndarray, np.ndarray]:
         price, availability = self.window(obs, horizon + 1)
-        on = (availability[market, 1:] >= max(instances, 1)).astype(float)
+        on = (availability[market, 1:] >= instances).astype(float)
         return _state_free(on), price[market, :-1]
 
 

@@ -46,6 +46,11 @@ from solver.optimize.stochastic import IDLE, ON_DEMAND, SPOT, SingleJob, Solutio
 from solver.policies.common import finishable, on_demand, on_demand_market
 from solver.policies.forecast_sources import ForecastSource
 
+SOLVE_WORK = 80_000
+"""The work one of the ``solves`` per slot stands for, in (slot, slack, state) cells of a program
+(:func:`~solver.optimize.stochastic.work`; a two-day program at the full slack grid on hourly
+slots, about 40 ms here): a bigger program counts as several."""
+
 
 @dataclass
 class _Program:
@@ -53,12 +58,6 @@ class _Program:
 
     solved_at: int
     solution: Solution
-
-
-SOLVE_WORK = 80_000
-"""The work one of the ``solves`` per slot stands for, in (slot, slack, state) cells of a program
-(:func:`~solver.optimize.stochastic.work`; a two-day program at the full slack grid on hourly
-slots, about 40 ms here): a bigger program counts as several."""
 
 
 class SingleJobPrograms:
@@ -110,7 +109,8 @@ class SingleJobPrograms:
         state, in priority order (a job whose programs do not all fit in what is left of the
         budget is the caller's), then, while the budget lasts, the stalest of those due for a
         re-solve (the others follow the program they have). The budget is ``solves`` programs
-        of :data:`SOLVE_WORK`; the first program of a slot is solved whatever its size."""
+        of :data:`SOLVE_WORK`; the first job's programs of a slot are solved whatever their
+        size."""
         budget = self.solves
         planned: dict[str, list[int]] = {}
         due: set[tuple[str, int]] = set()

@@ -48,8 +48,8 @@ from solver.policies.forecast_sources import ForecastSource
 
 SOLVE_WORK = 80_000
 """The work one of the ``solves`` per slot stands for, in (slot, slack, state) cells of a program
-(:func:`~solver.optimize.stochastic.work`; a two-day program at the full slack grid on hourly
-slots, about 40 ms here): a bigger program counts as several."""
+(:func:`~solver.optimize.stochastic.work`; 100 hourly slots at the full slack grid without a
+spot overhead phase, about 40 ms here): a bigger program counts as several."""
 
 
 @dataclass

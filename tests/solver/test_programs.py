@@ -5,7 +5,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from solver.forecast.hazards import HazardTable
+from solver.forecast.hazards import AGE_EDGES, HazardTable
 from solver.forecast.levels import LevelModel
 from solver.forecast.outlook import CapacityForecast, MarketOutlook
 from solver.optimize import stochastic
@@ -17,7 +17,7 @@ from tests.solver.helpers import HOUR, flat_data, job
 
 
 def outlook(shares, persistence):
-    hazard = np.random.default_rng(0).uniform(0.05, 0.5, (2, 10, 3))
+    hazard = np.random.default_rng(0).uniform(0.05, 0.5, (2, len(AGE_EDGES), 3))
     return MarketOutlook(
         price=np.ones((5, 4)), capacity=CapacityForecast(np.ones(4), np.ones((4, 1))),
         levels=LevelModel(np.array(shares, float), 1, persistence),

@@ -14,14 +14,17 @@ A program is a rule for every state, so it is solved once and followed, and solv
 the job's state leaves what it covers). A job allowed in several markets is planned in the one
 it holds and the ``markets`` most promising others (by the expected spot saving over the next
 day: chance of capacity times the discount on on-demand), and takes the cheapest action over
-them; spot goes to jobs in the simulator's priority order, a job seeing fewer than its
-instances left in its market as a slot without capacity. A program is solved on the chance that
-the market offers at least the job's instances plus those of every job before it planned in
-that market (:meth:`~solver.forecast.outlook.MarketOutlook.transitions`): they take spot first,
-and each of them may want it there. At most ``solves`` programs are solved per slot, so a burst
-of new jobs does not stretch an epoch: first those of jobs with no program that covers their
-state (in priority order; a job whose programs must wait is left to the caller's other planner
-meanwhile), then the stalest of those due for a re-solve. A job whose re-solve must wait
+them. Spot goes first to the jobs already running on it, so that a job released later does not
+displace one mid-run (the displaced job would pay a restart, and often a move to another
+market), then to the others, each group in the simulator's priority order; a job seeing fewer
+than its instances left in its market reads that as a slot without capacity. A program is
+solved on the chance that the market offers at least the job's instances plus those of every
+job before it (in that order) planned in that market
+(:meth:`~solver.forecast.outlook.MarketOutlook.transitions`): they take spot first, and each of
+them may want it there. At most ``solves`` programs are solved per slot, so a burst of new jobs
+does not stretch an epoch: first those of jobs with no program that covers their state (in the
+same order; a job whose programs must wait is left to the caller's other planner meanwhile),
+then the stalest of those due for a re-solve. A job whose re-solve must wait
 follows the program it has, so that every job, once it has a program, keeps to one planner
 however many jobs share the budget.
 
@@ -33,7 +36,7 @@ job runs on-demand at ``N_max`` (the soft deadline is the value function's busin
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -81,6 +84,7 @@ class SingleJobPrograms:
     def decide(self, obs: Observation) -> tuple[dict[str, Allocation | None], np.ndarray]:
         """Allocations (``None``: idle) of the jobs a program decides, and the spot they left
         per market; the other jobs are the caller's."""
+        obs = replace(obs, jobs=_spot_holders_first(obs.jobs))
         left = np.array(obs.availability_now, dtype=np.int64)
         out: dict[str, Allocation | None] = {}
         planned, due = self._schedule(obs)
@@ -106,11 +110,11 @@ class SingleJobPrograms:
     def _schedule(self, obs: Observation) -> tuple[dict[str, list[int]], set[tuple[str, int]]]:
         """The markets of each job that follows its programs at this slot, and the (job,
         market) programs to solve first: those of the jobs without one that covers their
-        state, in priority order (a job whose programs do not all fit in what is left of the
-        budget is the caller's), then, while the budget lasts, the stalest of those due for a
-        re-solve (the others follow the program they have). The budget is ``solves`` programs
-        of :data:`SOLVE_WORK`; the first job's programs of a slot are solved whatever their
-        size."""
+        state, in the order of ``obs.jobs`` (a job whose programs do not all fit in what is
+        left of the budget is the caller's), then, while the budget lasts, the stalest of
+        those due for a re-solve (the others follow the program they have). The budget is
+        ``solves`` programs of :data:`SOLVE_WORK`; the first job's programs of a slot are
+        solved whatever their size."""
         budget = self.solves
         planned: dict[str, list[int]] = {}
         due: set[tuple[str, int]] = set()
@@ -224,6 +228,12 @@ class SingleJobPrograms:
         if self.window_hours is None:
             return None
         return max(1, round(self.window_hours * SECONDS_PER_HOUR / obs.slot_seconds))
+
+
+def _spot_holders_first(jobs: tuple[JobView, ...]) -> tuple[JobView, ...]:
+    """The jobs running on spot, then the others, each in the given (priority) order."""
+    holding = tuple(v for v in jobs if v.current is not None and v.current.spot > 0)
+    return holding + tuple(v for v in jobs if v.current is None or v.current.spot == 0)
 
 
 def _spot_markets(obs: Observation, view: JobView) -> list[int]:

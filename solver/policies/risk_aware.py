@@ -9,8 +9,9 @@ forecasts, and keeps every hard deadline with an on-demand fallback.
   is to end before the overhead pays off. A program is solved once and followed — it is a rule
   for every state — and re-solved every ``resolve_hours`` of the job's life on the newest
   outlook (or sooner when the job's state leaves what it covers). The job takes the cheapest
-  action over its markets; spot goes to jobs in the simulator's priority order, a job seeing
-  fewer than its instances left in its market as a slot without capacity.
+  action over its markets; spot goes first to the jobs already running on it, then to the
+  others (each group in the simulator's priority order), a job seeing fewer than its instances
+  left in its market as a slot without capacity.
 * Any other job (an instance range, or no run hazards learned yet) is planned by Committed
   Horizon Control on the distributions (:class:`~solver.policies.forecast_sources.
   DistributionForecast`: spot only where it is ``confidence`` likely, priced with the expected

@@ -139,3 +139,20 @@ def test_a_long_program_counts_as_several_of_the_solves_per_slot(counted_solves)
     simulate(data, jobs, policy)
     assert policy.planned[2] == ["j1"] and policy.planned[3] == ["j1", "j2"]
     assert len(counted_solves) == 2
+
+
+def test_a_job_released_later_does_not_displace_one_running_on_spot():
+    """The market offers two instances; a two-instance job runs on them when a second one,
+    due earlier and so first in priority order, is released. The running job keeps its spot
+    (one start, no move); the newcomer plans on the spot that is left, here none."""
+    slots = 30
+    data = flat_data(np.full((1, slots), 0.9), np.full((1, slots), 2))
+    running = job(id="running", workload=24.0, release=2 * HOUR, soft=24 * HOUR, n_min=2,
+                  n_max=2, restart_overhead=360.0)
+    newcomer = job(id="newcomer", workload=8.0, release=5 * HOUR, soft=14 * HOUR, n_min=2,
+                   n_max=2, restart_overhead=360.0)
+    policy = _ProgramsOnly(solves=12, resolve_hours=6.0)
+    result = {r.job_id: r for r in simulate(data, [running, newcomer], policy).jobs}
+    assert result["running"].restarts == 1
+    assert result["running"].on_demand_instance_hours == 0.0
+    assert result["newcomer"].spot_instance_hours == 0.0

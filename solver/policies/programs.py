@@ -232,8 +232,7 @@ class SingleJobPrograms:
 
 def _spot_holders_first(jobs: tuple[JobView, ...]) -> tuple[JobView, ...]:
     """The jobs running on spot, then the others, each in the given (priority) order."""
-    holding = tuple(v for v in jobs if v.current is not None and v.current.spot > 0)
-    return holding + tuple(v for v in jobs if v.current is None or v.current.spot == 0)
+    return tuple(sorted(jobs, key=lambda v: v.current is None or v.current.spot == 0))
 
 
 def _spot_markets(obs: Observation, view: JobView) -> list[int]:

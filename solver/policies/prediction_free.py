@@ -37,7 +37,7 @@ import numpy as np
 
 from solver.job import Allocation
 from solver.observation import Decision, JobView, Observation
-from solver.policies.common import on_demand, spot
+from solver.policies.common import claim, on_demand, spot
 
 
 class PredictionFree:
@@ -65,17 +65,20 @@ class PredictionFree:
                 f"tolerance={self.tolerance})")
 
     def decide(self, obs: Observation) -> Decision:
-        limit = self.theta * np.array([m.on_demand_price for m in obs.markets])
-        left = np.where(obs.price_now <= limit, obs.availability_now, 0)
+        left = np.array(obs.availability_now, dtype=np.int64)
         out: dict[str, Allocation] = {}
         for view in obs.jobs:
-            choice = self._decide_job(obs, replace(obs, availability_now=left), view)
+            choice = self.decide_job(obs, view, left)
             if choice is not None:
-                left[choice.market] -= min(choice.spot, int(left[choice.market]))
+                claim(left, choice)
                 out[view.id] = choice
         return out
 
-    def _decide_job(self, obs: Observation, free: Observation, view: JobView) -> Allocation | None:
+    def decide_job(self, obs: Observation, view: JobView, left: np.ndarray) -> Allocation | None:
+        """The rule's allocation (``None``: idle) for one job, given the spot ``left`` per
+        market by the jobs before it."""
+        limit = self.theta * np.array([m.on_demand_price for m in obs.markets])
+        free = replace(obs, availability_now=np.where(obs.price_now <= limit, left, 0))
         job = view.job
         deadline = job.target_deadline(obs.time, view.remaining)
         overhead = job.restart_overhead

@@ -3,10 +3,12 @@
 **Planning on distributions.** With the learned distributions (the default forecast), a job at
 a fixed instance count is planned by the stochastic window program of
 :mod:`solver.policies.programs`: over the ``w`` slots of the window, with the work left after
-it valued at on-demand to the end (the terminal condition below). Its committed plan is a
-rule for every state of the market, not a path, so the controller follows it and solves again
-every ``resolve_hours`` (sooner when the window runs out). Every other job, or every job with
-point or perfect forecasts, is planned by the deterministic window program below.
+it valued at on-demand to the end (the terminal condition below); one that shares every market
+it is planned in with another such job follows the prediction-free rule there. Its committed
+plan is a rule for every state of the market, not a path, so the controller follows it and
+solves again every ``resolve_hours`` (sooner when the window runs out). Every other job, or
+every job with point or perfect forecasts, is planned by the deterministic window program
+below.
 
 ``v`` fixed-horizon controllers run staggered: controller ``k`` re-solves at the slots ``t``
 with ``t mod v = k``, on the forecast of the next ``w`` slots, and commits to the first ``v``

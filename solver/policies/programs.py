@@ -21,12 +21,20 @@ than its instances left in its market reads that as a slot without capacity. A p
 solved on the chance that the market offers at least the job's instances plus those of every
 job before it (in that order) planned in that market
 (:meth:`~solver.forecast.outlook.MarketOutlook.transitions`): they take spot first, and each of
-them may want it there. At most ``solves`` programs are solved per slot, so a burst of new jobs
-does not stretch an epoch: first those of jobs with no program that covers their state (in the
-same order; a job whose programs must wait is left to the caller's other planner meanwhile),
-then the stalest of those due for a re-solve. A job whose re-solve must wait
-follows the program it has, so that every job, once it has a program, keeps to one planner
-however many jobs share the budget.
+them may want it there.
+
+A program models one job against the market, the jobs before it as a fixed claim; where the
+scheduler's own jobs come, go and overtake one another it misjudges what will be left. So a job
+that shares every market it is planned in with another fixed-count job planned there follows
+the prediction-free rule (:class:`~solver.policies.prediction_free.PredictionFree`, its
+defaults) on the spot the jobs before it leave, and no program is solved for it; a job with a
+market to itself follows its programs.
+
+At most ``solves`` programs are solved per slot, so a burst of new jobs does not stretch an
+epoch: first those of jobs with no program that covers their state (in the same order; a job
+whose programs must wait is left to the caller's other planner meanwhile), then the stalest of
+those due for a re-solve. A job whose re-solve must wait follows the program it has, so that
+every job, once it has a program, keeps to one planner however many jobs share the budget.
 
 Before an allocation runs, :func:`~solver.policies.common.finishable` checks that on-demand
 could still meet the hard deadline should this slot's spot be lost; where it could not, the
@@ -36,6 +44,7 @@ job runs on-demand at ``N_max`` (the soft deadline is the value function's busin
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -46,8 +55,9 @@ from solver.market import SECONDS_PER_HOUR
 from solver.observation import JobView, Observation
 from solver.optimize import stochastic
 from solver.optimize.stochastic import IDLE, ON_DEMAND, SPOT, SingleJob, Solution, SpotModel
-from solver.policies.common import finishable, on_demand, on_demand_market
+from solver.policies.common import claim, finishable, on_demand, on_demand_market
 from solver.policies.forecast_sources import ForecastSource
+from solver.policies.prediction_free import PredictionFree
 
 SOLVE_WORK = 80_000
 """The work one of the ``solves`` per slot stands for, in (slot, slack, state) cells of a program
@@ -80,58 +90,65 @@ class SingleJobPrograms:
         self.markets = markets
         self.solves = solves
         self._programs: dict[tuple[str, int], _Program] = {}
+        self._rule = PredictionFree()
 
     def decide(self, obs: Observation) -> tuple[dict[str, Allocation | None], np.ndarray]:
-        """Allocations (``None``: idle) of the jobs a program decides, and the spot they left
-        per market; the other jobs are the caller's."""
+        """Allocations (``None``: idle) of the jobs a program or the rule decides, and the spot
+        they left per market; the other jobs are the caller's."""
         obs = replace(obs, jobs=_spot_holders_first(obs.jobs))
         left = np.array(obs.availability_now, dtype=np.int64)
         out: dict[str, Allocation | None] = {}
-        planned, due = self._schedule(obs)
+        markets = {v.id: m for v in obs.jobs if (m := self._plannable(obs, v))}
+        contested = _contested(markets)
+        planned, due = self._schedule(obs, {k: m for k, m in markets.items()
+                                            if k not in contested})
         ahead = np.zeros(len(obs.markets), dtype=np.int64)
         for view in obs.jobs:
-            if view.id not in planned:
+            if view.id not in planned and view.id not in contested:
                 continue
-            for m in planned[view.id]:
+            for m in markets[view.id]:
                 if (view.id, m) in due:
                     self._solve(obs, view, m, int(ahead[m]))
                 ahead[m] += view.job.n_min
-            choice = self._follow(obs, view, left, planned[view.id])
-            if not finishable(obs, view, choice, credit_spot=self.forecast.exact,
-                              by=view.job.hard_deadline):
-                choice = on_demand(obs, view)
-            if choice is not None:
-                left[choice.market] -= min(choice.spot, int(left[choice.market]))
+            if view.id in contested:
+                choice = self._rule.decide_job(obs, view, left)
+            else:
+                choice = self._follow(obs, view, left, markets[view.id])
+                if not finishable(obs, view, choice, credit_spot=self.forecast.exact,
+                                  by=view.job.hard_deadline):
+                    choice = on_demand(obs, view)
+            claim(left, choice)
             out[view.id] = choice
         live = {v.id for v in obs.jobs}
         self._programs = {k: p for k, p in self._programs.items() if k[0] in live}
         return out, left
 
-    def _schedule(self, obs: Observation) -> tuple[dict[str, list[int]], set[tuple[str, int]]]:
-        """The markets of each job that follows its programs at this slot, and the (job,
-        market) programs to solve first: those of the jobs without one that covers their
-        state, in the order of ``obs.jobs`` (a job whose programs do not all fit in what is
-        left of the budget is the caller's), then, while the budget lasts, the stalest of
-        those due for a re-solve (the others follow the program they have). The budget is
-        ``solves`` programs of :data:`SOLVE_WORK`; the first job's programs of a slot are
-        solved whatever their size."""
+    def _schedule(self, obs: Observation, markets: dict[str, list[int]]
+                  ) -> tuple[set[str], set[tuple[str, int]]]:
+        """The jobs of ``markets`` (job id to the markets it is planned in) that follow their
+        programs at this slot, and the (job, market) programs to solve first: those of the
+        jobs without one that covers their state, in the order of ``obs.jobs`` (a job whose
+        programs do not all fit in what is left of the budget is the caller's), then, while
+        the budget lasts, the stalest of those due for a re-solve (the others follow the
+        program they have). The budget is ``solves`` programs of :data:`SOLVE_WORK`; the
+        first job's programs of a slot are solved whatever their size."""
         budget = self.solves
-        planned: dict[str, list[int]] = {}
+        planned: set[str] = set()
         due: set[tuple[str, int]] = set()
         stale: list[tuple[int, int, str, int, int]] = []
         for order, view in enumerate(obs.jobs):
-            markets = self._plannable(obs, view)
-            if not markets:
+            if view.id not in markets:
                 continue
-            missing = [m for m in markets if not self._covers(obs, view, m)]
+            missing = [m for m in markets[view.id] if not self._covers(obs, view, m)]
             units = self._units(obs, view)
             if missing and units * len(missing) > budget and budget < self.solves:
                 continue
             budget -= units * len(missing)
             due.update((view.id, m) for m in missing)
-            planned[view.id] = markets
+            planned.add(view.id)
             stale.extend((self._programs[view.id, m].solved_at, order, view.id, m, units)
-                         for m in markets if m not in missing and self._stale(obs, view, m))
+                         for m in markets[view.id]
+                         if m not in missing and self._stale(obs, view, m))
         for _, _, job_id, m, units in sorted(stale):
             if units <= budget or budget == self.solves:
                 budget -= units
@@ -233,6 +250,13 @@ class SingleJobPrograms:
 def _spot_holders_first(jobs: tuple[JobView, ...]) -> tuple[JobView, ...]:
     """The jobs running on spot, then the others, each in the given (priority) order."""
     return tuple(sorted(jobs, key=lambda v: v.current is None or v.current.spot == 0))
+
+
+def _contested(markets: dict[str, list[int]]) -> set[str]:
+    """The jobs of ``markets`` (job id to the markets it is planned in) that share every
+    market they are planned in with another of them."""
+    users = Counter(m for planned in markets.values() for m in planned)
+    return {job_id for job_id, planned in markets.items() if all(users[m] > 1 for m in planned)}
 
 
 def _spot_markets(obs: Observation, view: JobView) -> list[int]:

@@ -11,7 +11,9 @@ forecasts, and keeps every hard deadline with an on-demand fallback.
   outlook (or sooner when the job's state leaves what it covers). The job takes the cheapest
   action over its markets; spot goes first to the jobs already running on it, then to the
   others (each group in the simulator's priority order), a job seeing fewer than its instances
-  left in its market as a slot without capacity.
+  left in its market as a slot without capacity. A fixed-count job that shares every market it
+  is planned in with another follows the prediction-free rule instead: the program's model of
+  one job against the market does not hold where the scheduler's own jobs compete.
 * Any other job (an instance range, or no run hazards learned yet) is planned by Committed
   Horizon Control on the distributions (:class:`~solver.policies.forecast_sources.
   DistributionForecast`: spot only where it is ``confidence`` likely, priced with the expected

@@ -57,13 +57,14 @@ def test_a_job_wanting_more_instances_than_the_market_offers_does_not_wait_for_t
 
 
 class _ProgramsOnly:
-    """Only the programs decide (their other jobs idle); records what they planned."""
+    """Only the programs (and the rule they hand contested jobs to) decide, their other jobs
+    idle; records what they decided."""
 
     name = "programs-only"
 
-    def __init__(self, solves: int, resolve_hours: float) -> None:
+    def __init__(self, solves: int, resolve_hours: float, markets: int = 1) -> None:
         self.programs = SingleJobPrograms(DistributionForecast(), resolve_hours, None,
-                                          markets=1, solves=solves)
+                                          markets=markets, solves=solves)
         self.planned: dict[int, list[str]] = {}
 
     def decide(self, obs):
@@ -88,11 +89,12 @@ def counted_solves(monkeypatch):
 
 def test_a_job_whose_re_solve_must_wait_keeps_following_its_program(counted_solves):
     """With one solve per slot and programs due every slot, the second job gets its program
-    at the next slot, and from then on both jobs follow programs, re-solved in turn."""
+    at the next slot, and from then on both jobs follow programs, re-solved in turn. (Each job
+    has a market of its own: jobs that share every market follow the rule.)"""
     slots = 32
-    data = flat_data(np.full((1, slots), 0.9), np.full((1, slots), 4))
-    jobs = [job(id="j1", workload=6.0, release=2 * HOUR, soft=31 * HOUR),
-            job(id="j2", workload=6.0, release=2 * HOUR, soft=31.5 * HOUR)]
+    data = flat_data(np.full((2, slots), 0.9), np.full((2, slots), 4))
+    jobs = [job(id=f"j{k + 1}", workload=6.0, release=2 * HOUR, soft=(31 + k / 2) * HOUR,
+                allowed_markets=(data.markets[k].key,)) for k in (0, 1)]
     policy = _ProgramsOnly(solves=1, resolve_hours=1.0)
     simulate(data, jobs, policy)
     assert policy.planned[2] == ["j1"]
@@ -104,34 +106,64 @@ def test_a_job_whose_re_solve_must_wait_keeps_following_its_program(counted_solv
 
 
 def test_a_job_plans_on_the_spot_the_jobs_before_it_leave(monkeypatch):
-    """Two jobs of two instances in a market offering four: the second job's program plans on
-    at least four, the two of the job before it, planned in that market too, and its own."""
-    seen: list[tuple[int, int]] = []
+    """Two jobs of two instances; the first may use only market a (offering four), the second
+    also market b (offering none), which it has to itself. The second job's program for a
+    plans on at least four instances, the two of the job before it there and its own; for b
+    on its own two."""
+    seen: list[tuple[int, int, int]] = []
     transitions = DistributionForecast.transitions
 
     def recording(self, obs, market, horizon, instances):
-        seen.append((obs.slot, instances))
+        seen.append((obs.slot, market, instances))
         return transitions(self, obs, market, horizon, instances)
 
     monkeypatch.setattr(DistributionForecast, "transitions", recording)
     slots = 10
-    data = flat_data(np.full((1, slots), 0.9), np.full((1, slots), 4))
+    data = flat_data(np.full((2, slots), 0.9), np.array([[4] * slots, [0] * slots]))
+    a, b = (m.key for m in data.markets)
     jobs = [job(id=f"j{k}", workload=8.0, release=2 * HOUR, soft=8 * HOUR, n_min=2, n_max=2,
-                restart_overhead=360.0) for k in (1, 2)]
-    policy = _ProgramsOnly(solves=12, resolve_hours=6.0)
+                restart_overhead=360.0, allowed_markets=allowed)
+            for k, allowed in ((1, (a,)), (2, (a, b)))]
+    policy = _ProgramsOnly(solves=12, resolve_hours=6.0, markets=2)
     result = simulate(data, jobs, policy)
-    first = [n for slot, n in seen if slot == 2]
-    assert first == [2, 4]
+    assert sorted((m, n) for slot, m, n in seen if slot == 2) == [(0, 4), (1, 2)]
     assert all(r.spot_instance_hours > 0 for r in result.jobs)
+
+
+def test_jobs_sharing_every_market_follow_the_prediction_free_rule(counted_solves):
+    """Three jobs in one market: a program would see only the jobs before it now, not those
+    that come, go and overtake it, so while two or more are there each follows the
+    prediction-free rule, as that policy would decide, and no program is solved."""
+    slots = 30
+    rng = np.random.default_rng(3)
+    data = flat_data(rng.uniform(0.8, 1.2, (1, slots)), rng.integers(0, 5, (1, slots)))
+    jobs = [job(id=f"j{k}", workload=20.0, release=k * HOUR, soft=(18 + 2 * k) * HOUR,
+                n_min=2, n_max=2, restart_overhead=360.0) for k in range(3)]
+    policy = _ProgramsOnly(solves=12, resolve_hours=6.0)
+    rule = make_policy("prediction-free")
+    shared: list[int] = []
+
+    def decide(obs):
+        solved = len(counted_solves)
+        out = _ProgramsOnly.decide(policy, obs)
+        if len(obs.jobs) > 1:
+            shared.append(obs.slot)
+            assert out == rule.decide(obs)
+            assert len(counted_solves) == solved
+        return out
+
+    policy.decide = decide
+    simulate(data, jobs, policy)
+    assert len(shared) >= 10 and counted_solves  # shared slots, and a lone job's programs
 
 
 def test_a_long_program_counts_as_several_of_the_solves_per_slot(counted_solves):
     """Week-long programs take more than one of the solves: with two per slot, one is solved
     per slot; shorter ones would both be solved at once."""
     slots = 230
-    data = flat_data(np.full((1, slots), 0.9), np.full((1, slots), 4))
-    jobs = [job(id=f"j{k}", workload=6.0, release=2 * HOUR, soft=(220 + k) * HOUR)
-            for k in (1, 2)]
+    data = flat_data(np.full((2, slots), 0.9), np.full((2, slots), 4))
+    jobs = [job(id=f"j{k}", workload=6.0, release=2 * HOUR, soft=(220 + k) * HOUR,
+                allowed_markets=(data.markets[k - 1].key,)) for k in (1, 2)]
     program = stochastic.SingleJob(218.0, 218.0, 0.0, 1, 3.0, 1.0, 0.0, 0.0, 0.0)
     assert stochastic.work(program, 212.0) > SOLVE_WORK > stochastic.work(
         replace(program, deadline=48.0, soft=48.0), 42.0)
@@ -142,16 +174,18 @@ def test_a_long_program_counts_as_several_of_the_solves_per_slot(counted_solves)
 
 
 def test_a_job_released_later_does_not_displace_one_running_on_spot():
-    """The market offers two instances; a two-instance job runs on them when a second one,
-    due earlier and so first in priority order, is released. The running job keeps its spot
-    (one start, no move); the newcomer plans on the spot that is left, here none."""
+    """Market a offers two instances; a two-instance job runs on them when a second one, due
+    earlier and so first in priority order, is released. Each job also has a market of its
+    own (b, c: no capacity), so both follow programs. The running job keeps its spot (one
+    start, no move); the newcomer plans on the spot that is left in a, here none."""
     slots = 30
-    data = flat_data(np.full((1, slots), 0.9), np.full((1, slots), 2))
+    data = flat_data(np.full((3, slots), 0.9), np.array([[2] * slots, [0] * slots, [0] * slots]))
+    a, b, c = (m.key for m in data.markets)
     running = job(id="running", workload=24.0, release=2 * HOUR, soft=24 * HOUR, n_min=2,
-                  n_max=2, restart_overhead=360.0)
+                  n_max=2, restart_overhead=360.0, allowed_markets=(a, c))
     newcomer = job(id="newcomer", workload=8.0, release=5 * HOUR, soft=14 * HOUR, n_min=2,
-                   n_max=2, restart_overhead=360.0)
-    policy = _ProgramsOnly(solves=12, resolve_hours=6.0)
+                   n_max=2, restart_overhead=360.0, allowed_markets=(a, b))
+    policy = _ProgramsOnly(solves=12, resolve_hours=6.0, markets=2)
     result = {r.job_id: r for r in simulate(data, [running, newcomer], policy).jobs}
     assert result["running"].restarts == 1
     assert result["running"].on_demand_instance_hours == 0.0

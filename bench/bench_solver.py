@@ -6,8 +6,10 @@ the same process, and the offline programs at growing sizes.
 
 Markets come from :mod:`solver.synthetic` (4 markets, hourly slots, forecasters trained on its
 first week), jobs from :mod:`solver.workload`, all released at the first timed slot so that
-every one is active: the first slot solves the programs of every new job (as many as the
-planner's per-slot budget allows), the later ones what falls due.
+every one is active. With four markets every fixed-count job shares the markets it is planned
+in with others, so it follows the prediction-free rule rather than a program
+(:mod:`solver.policies.programs`); a last case gives eight fixed-count jobs a market each, so
+that every one follows programs.
 """
 
 from __future__ import annotations
@@ -53,24 +55,42 @@ def decide_times(policy: Policy, observations: list[Observation]) -> np.ndarray:
 
 def bench_planners(slots: int, sizes: tuple[int, ...]) -> None:
     data = build_market_data(synthetic_ticks(SyntheticMarketSpec(seed=0, days=21)), 3600)
-    outlooks = tape(data)
-    start = data.slot_start(WARM_SLOTS)
+    later = data.window(WARM_SLOTS, data.n_slots - WARM_SLOTS)
     print(f"Per-slot decide(), learned distributions, {slots} slots from hour {WARM_SLOTS}")
     print(f"{'policy':>11} {'jobs':>6} {'p50 s':>8} {'p99 s':>8} {'max s':>8} "
           f"{'greedy p50 s':>13} {'ratio p50':>10}")
+    outlooks = tape(data)
     for n in sizes:
-        later = data.window(WARM_SLOTS, data.n_slots - WARM_SLOTS)
-        jobs = [dataclasses.replace(j, release=start)
-                for j in generate_jobs(later, n, WorkloadSpec(seed=0))]
-        observations = [observation(data, jobs, t, outlooks)
-                        for t in range(WARM_SLOTS, WARM_SLOTS + slots)]
-        greedy = float(np.percentile(decide_times(make_policy("greedy"), observations), 50))
-        for name in ("risk-aware", "chc"):
-            make_policy(name).decide(observations[0])  # untimed: loads the compiled programs
-            times = decide_times(make_policy(name), observations)
-            p50, p99 = np.percentile(times, [50, 99])
-            print(f"{name:>11} {len(jobs):>6} {p50:>8.3f} {p99:>8.3f} {times.max():>8.3f} "
-                  f"{greedy:>13.5f} {p50 / greedy:>10.0f}")
+        time_planners(data, outlooks, generate_jobs(later, n, WorkloadSpec(seed=0)), slots)
+
+
+def bench_own_markets(slots: int) -> None:
+    """Fixed-count jobs with a market each, which all follow programs: the programs' time."""
+    data = build_market_data(
+        synthetic_ticks(SyntheticMarketSpec(seed=0, days=21, n_markets=8)), 3600)
+    later = data.window(WARM_SLOTS, data.n_slots - WARM_SLOTS)
+    jobs = [dataclasses.replace(j, allowed_markets=(market.key,)) for j, market in zip(
+        generate_jobs(later, len(data.markets), WorkloadSpec(seed=0, n_min_share=1.0)),
+        data.markets, strict=True)]
+    print(f"\nThe same, {len(jobs)} fixed-count jobs on {len(data.markets)} markets, one each")
+    time_planners(data, tape(data), jobs, slots)
+
+
+def time_planners(data: MarketData, outlooks: OutlookTape, jobs: list[Job], slots: int
+                  ) -> None:
+    """Print ``risk-aware``'s and ``chc``'s per-slot times for ``jobs``, all released at the
+    first timed slot, against Greedy's."""
+    start = data.slot_start(WARM_SLOTS)
+    jobs = [dataclasses.replace(j, release=start) for j in jobs]
+    observations = [observation(data, jobs, t, outlooks)
+                    for t in range(WARM_SLOTS, WARM_SLOTS + slots)]
+    greedy = float(np.percentile(decide_times(make_policy("greedy"), observations), 50))
+    for name in ("risk-aware", "chc"):
+        make_policy(name).decide(observations[0])  # untimed: loads the compiled programs
+        times = decide_times(make_policy(name), observations)
+        p50, p99 = np.percentile(times, [50, 99])
+        print(f"{name:>11} {len(jobs):>6} {p50:>8.3f} {p99:>8.3f} {times.max():>8.3f} "
+              f"{greedy:>13.5f} {p50 / greedy:>10.0f}")
 
 
 def bench_offline(quick: bool) -> None:
@@ -112,6 +132,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     args = parser.parse_args()
     bench_planners(args.slots, (10, 100) if args.quick else (10, 100, 1000, 10000))
+    bench_own_markets(args.slots)
     bench_offline(args.quick)
 
 

@@ -74,19 +74,27 @@ class PredictionFree:
                 out[view.id] = choice
         return out
 
+    def margin(self, obs: Observation, view: JobView) -> float:
+        """The job's margin in seconds (module doc); ``-inf`` once its slack is under one slot
+        (on-demand is forced). Below 0 the rule runs it on-demand where it finds no spot."""
+        job = view.job
+        deadline = job.target_deadline(obs.time, view.remaining)
+        slack = deadline - obs.time - job.seconds_needed(view.remaining, job.n_max)
+        if slack < obs.slot_seconds:
+            return -math.inf
+        initial = deadline - job.release - job.seconds_needed(job.workload, job.n_max)
+        return slack - self.sigma * max(initial, 0.0) * view.remaining / job.workload
+
     def decide_job(self, obs: Observation, view: JobView, left: np.ndarray) -> Allocation | None:
         """The rule's allocation (``None``: idle) for one job, given the spot ``left`` per
         market by the jobs before it."""
         limit = self.theta * np.array([m.on_demand_price for m in obs.markets])
         free = replace(obs, availability_now=np.where(obs.price_now <= limit, left, 0))
         job = view.job
-        deadline = job.target_deadline(obs.time, view.remaining)
         overhead = job.restart_overhead
-        slack = deadline - obs.time - job.seconds_needed(view.remaining, job.n_max)
-        if slack < obs.slot_seconds:
+        margin = self.margin(obs, view)
+        if margin == -math.inf:
             return on_demand(obs, view)
-        initial = deadline - job.release - job.seconds_needed(job.workload, job.n_max)
-        margin = slack - self.sigma * max(initial, 0.0) * view.remaining / job.workload
         choice = spot(free, view)
         current = view.current
         if current is not None and current.spot == 0:

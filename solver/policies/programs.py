@@ -14,10 +14,12 @@ A program is a rule for every state, so it is solved once and followed, and solv
 the job's state leaves what it covers). A job allowed in several markets is planned in the one
 it holds and the ``markets`` most promising others (by the expected spot saving over the next
 day: chance of capacity times the discount on on-demand), and takes the cheapest action over
-them. Spot goes first to the jobs already running on it, so that a job released later does not
-displace one mid-run (the displaced job would pay a restart, and often a move to another
-market), then to the others, each group in the simulator's priority order; a job seeing fewer
-than its instances left in its market reads that as a slot without capacity. A program is
+them. Spot goes first to the jobs that would buy on-demand for want of it (those the
+prediction-free rule sees behind, its margin below 0), then to the others; in each group first
+to the jobs already running on it, so that a job released later does not displace one mid-run
+(the displaced job would pay a restart, and often a move to another market), then in the
+simulator's priority order. A job seeing fewer than its instances left in its market reads that
+as a slot without capacity. A program is
 solved on the chance that the market offers at least the job's instances plus those of every
 job before it (in that order) planned in that market
 (:meth:`~solver.forecast.outlook.MarketOutlook.transitions`): they take spot first, and each of
@@ -95,7 +97,7 @@ class SingleJobPrograms:
     def decide(self, obs: Observation) -> tuple[dict[str, Allocation | None], np.ndarray]:
         """Allocations (``None``: idle) of the jobs a program or the rule decides, and the spot
         they left per market; the other jobs are the caller's."""
-        obs = replace(obs, jobs=_spot_holders_first(obs.jobs))
+        obs = replace(obs, jobs=spot_order(obs, self._rule))
         left = np.array(obs.availability_now, dtype=np.int64)
         out: dict[str, Allocation | None] = {}
         markets = {v.id: m for v in obs.jobs if (m := self._plannable(obs, v))}
@@ -247,9 +249,15 @@ class SingleJobPrograms:
         return max(1, round(self.window_hours * SECONDS_PER_HOUR / obs.slot_seconds))
 
 
-def _spot_holders_first(jobs: tuple[JobView, ...]) -> tuple[JobView, ...]:
-    """The jobs running on spot, then the others, each in the given (priority) order."""
-    return tuple(sorted(jobs, key=lambda v: v.current is None or v.current.spot == 0))
+def spot_order(obs: Observation, rule: PredictionFree) -> tuple[JobView, ...]:
+    """The jobs in the order spot goes to them: first those ``rule`` sees behind (they would
+    buy on-demand for want of spot), then the others; in each group the jobs running on spot,
+    then the others, in the given (priority) order."""
+    def key(view: JobView) -> tuple[bool, bool]:
+        holds = view.current is not None and view.current.spot > 0
+        return rule.margin(obs, view) >= 0, not holds
+
+    return tuple(sorted(obs.jobs, key=key))
 
 
 def _contested(markets: dict[str, list[int]]) -> set[str]:

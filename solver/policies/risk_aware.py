@@ -9,9 +9,10 @@ forecasts, and keeps every hard deadline with an on-demand fallback.
   is to end before the overhead pays off. A program is solved once and followed — it is a rule
   for every state — and re-solved every ``resolve_hours`` of the job's life on the newest
   outlook (or sooner when the job's state leaves what it covers). The job takes the cheapest
-  action over its markets; spot goes first to the jobs already running on it, then to the
-  others (each group in the simulator's priority order), a job seeing fewer than its instances
-  left in its market as a slot without capacity. A fixed-count job that shares every market it
+  action over its markets. Spot goes first to the jobs that would buy on-demand for want of it,
+  then to the others; in each group first to the jobs already running on it (then in the
+  simulator's priority order); a job seeing fewer than its instances left in its market reads
+  that as a slot without capacity. A fixed-count job that shares every market it
   is planned in with another follows the prediction-free rule instead: the program's model of
   one job against the market does not hold where the scheduler's own jobs compete.
 * Any other job (an instance range, or no run hazards learned yet) is planned by Committed

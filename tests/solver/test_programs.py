@@ -11,7 +11,7 @@ from solver.forecast.outlook import CapacityForecast, MarketOutlook
 from solver.optimize import stochastic
 from solver.policies import make_policy
 from solver.policies.forecast_sources import DistributionForecast
-from solver.policies.programs import SOLVE_WORK, SingleJobPrograms
+from solver.policies.programs import SOLVE_WORK, SingleJobPrograms, spot_order
 from solver.simulator import simulate
 from tests.solver.helpers import HOUR, flat_data, job
 
@@ -133,7 +133,8 @@ def test_a_job_plans_on_the_spot_the_jobs_before_it_leave(monkeypatch):
 def test_jobs_sharing_every_market_follow_the_prediction_free_rule(counted_solves):
     """Three jobs in one market: a program would see only the jobs before it now, not those
     that come, go and overtake it, so while two or more are there each follows the
-    prediction-free rule, as that policy would decide, and no program is solved."""
+    prediction-free rule, as that policy would decide with spot going to the jobs in the
+    programs' order, and no program is solved."""
     slots = 30
     rng = np.random.default_rng(3)
     data = flat_data(rng.uniform(0.8, 1.2, (1, slots)), rng.integers(0, 5, (1, slots)))
@@ -148,7 +149,7 @@ def test_jobs_sharing_every_market_follow_the_prediction_free_rule(counted_solve
         out = _ProgramsOnly.decide(policy, obs)
         if len(obs.jobs) > 1:
             shared.append(obs.slot)
-            assert out == rule.decide(obs)
+            assert out == rule.decide(replace(obs, jobs=spot_order(obs, rule)))
             assert len(counted_solves) == solved
         return out
 
@@ -190,3 +191,21 @@ def test_a_job_released_later_does_not_displace_one_running_on_spot():
     assert result["running"].restarts == 1
     assert result["running"].on_demand_instance_hours == 0.0
     assert result["newcomer"].spot_instance_hours == 0.0
+
+
+def test_a_job_that_would_buy_on_demand_for_want_of_spot_goes_before_one_that_can_wait():
+    """One instance of spot, two one-instance jobs that may use only that market (so both follow
+    the prediction-free rule). A job with a day to spare runs on it when one due soon is
+    released; once that one is behind (it would buy on-demand without spot), it takes the spot
+    and the other, which can wait, idles: no on-demand is bought."""
+    slots = 40
+    data = flat_data(np.full((1, slots), 0.9), np.full((1, slots), 1))
+    spare = job(id="spare", workload=10.0, release=3 * HOUR, soft=36 * HOUR,
+                restart_overhead=360.0)
+    due = job(id="due", workload=4.0, release=8 * HOUR, soft=16 * HOUR, restart_overhead=360.0)
+    policy = _ProgramsOnly(solves=12, resolve_hours=6.0)
+    result = {r.job_id: r for r in simulate(data, [spare, due], policy).jobs}
+    assert result["due"].spot_instance_hours > 0
+    assert result["spare"].restarts == 2  # displaced once, then back
+    assert all(r.on_demand_instance_hours == 0.0 and r.hard_deadline_met
+               for r in result.values())

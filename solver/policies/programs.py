@@ -19,9 +19,8 @@ prediction-free rule sees behind, its margin below 0), then to the others; in ea
 to the jobs already running on it, so that a job released later does not displace one mid-run
 (the displaced job would pay a restart, and often a move to another market), then in the
 simulator's priority order. A job seeing fewer than its instances left in its market reads that
-as a slot without capacity. A program is
-solved on the chance that the market offers at least the job's instances plus those of every
-job before it (in that order) planned in that market
+as a slot without capacity. A program is solved on the chance that the market offers at least
+the job's instances plus those of every job before it (in that order) planned in that market
 (:meth:`~solver.forecast.outlook.MarketOutlook.transitions`): they take spot first, and each of
 them may want it there.
 

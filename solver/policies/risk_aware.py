@@ -12,9 +12,9 @@ forecasts, and keeps every hard deadline with an on-demand fallback.
   action over its markets. Spot goes first to the jobs that would buy on-demand for want of it,
   then to the others; in each group first to the jobs already running on it (then in the
   simulator's priority order); a job seeing fewer than its instances left in its market reads
-  that as a slot without capacity. A fixed-count job that shares every market it
-  is planned in with another follows the prediction-free rule instead: the program's model of
-  one job against the market does not hold where the scheduler's own jobs compete.
+  that as a slot without capacity. A fixed-count job that shares every market it is planned in
+  with another follows the prediction-free rule instead: the program's model of one job against
+  the market does not hold where the scheduler's own jobs compete.
 * Any other job (an instance range, or no run hazards learned yet) is planned by Committed
   Horizon Control on the distributions (:class:`~solver.policies.forecast_sources.
   DistributionForecast`: spot only where it is ``confidence`` likely, priced with the expected

@@ -1,13 +1,13 @@
 """Committed Horizon Control (Chen, Comden, Liu, Gandhi, Wierman, SIGMETRICS 2016).
 
 **Planning on distributions.** With the learned distributions (the default forecast), a job at
-a fixed instance count is planned by the stochastic window program of
+a fixed instance count confined to one market is planned by the stochastic window program of
 :mod:`solver.policies.programs`: over the ``w`` slots of the window, with the work left after
-it valued at on-demand to the end (the terminal condition below); one that shares every market
-it is planned in with another such job follows the prediction-free rule there. Its committed
-plan is a rule for every state of the market, not a path, so the controller follows it and
-solves again every ``resolve_hours`` (sooner when the window runs out). Every other job, or
-every job with point or perfect forecasts, is planned by the deterministic window program
+it valued at on-demand to the end (the terminal condition below); one allowed in several
+markets, or whose market another such job may use, follows the prediction-free rule. Its
+committed plan is a rule for every state of the market, not a path, so the controller follows
+it and solves again every ``resolve_hours`` (sooner when the window runs out). Every other job,
+or every job with point or perfect forecasts, is planned by the deterministic window program
 below.
 
 ``v`` fixed-horizon controllers run staggered: controller ``k`` re-solves at the slots ``t``
@@ -119,7 +119,7 @@ class CommittedHorizonControl:
         if programs is None:
             programs = isinstance(self.forecast, DistributionForecast)
         self._programs = (SingleJobPrograms(self.forecast, resolve_hours, window_hours,
-                                            markets=2, solves=12) if programs else None)
+                                            solves=12) if programs else None)
 
     def __repr__(self) -> str:
         return (f"CommittedHorizonControl(window_hours={self.window_hours}, "

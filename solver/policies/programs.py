@@ -1,39 +1,39 @@
-"""Stochastic programs for fixed-count jobs, solved per job and market and followed.
+"""Stochastic programs for fixed-count jobs confined to one market, solved per job and followed.
 
-A job at a fixed instance count (``N_min = N_max``) that may use spot follows a stochastic
-dynamic program (:mod:`solver.optimize.stochastic`) per spot market it is planned in: it
-minimises the expected bill minus the value of finishing over (slack, mode, capacity, age of
-the capacity run), with capacity following the market's run hazards by age and time of day.
-Restart overhead is priced as a risk: entering spot pays it, and the program knows how likely
-the run is to end before the overhead pays off. With a ``window``, the program ends there and
-values the work left at on-demand to the end (Committed Horizon Control's terminal
-condition); without one it runs to the hard deadline.
+A job at a fixed instance count (``N_min = N_max``) that may use spot in one market only follows
+a stochastic dynamic program (:mod:`solver.optimize.stochastic`) for that market: it minimises
+the expected bill minus the value of finishing over (slack, mode, capacity, age of the capacity
+run), with capacity following the market's run hazards by age and time of day. Restart overhead
+is priced as a risk: entering spot pays it, and the program knows how likely the run is to end
+before the overhead pays off. With a ``window``, the program ends there and values the work left
+at on-demand to the end (Committed Horizon Control's terminal condition); without one it runs
+to the hard deadline. The program is solved on the chance that the market offers at least the
+job's instances (:meth:`~solver.forecast.outlook.MarketOutlook.transitions`); a job seeing
+fewer left in its market reads that as a slot without capacity.
 
 A program is a rule for every state, so it is solved once and followed, and solved again every
 ``resolve_hours`` of the job's life on the newest outlook (sooner when its window runs out or
-the job's state leaves what it covers). A job allowed in several markets is planned in the one
-it holds and the ``markets`` most promising others (by the expected spot saving over the next
-day: chance of capacity times the discount on on-demand), and takes the cheapest action over
-them. Spot goes first to the jobs that would buy on-demand for want of it (those the
-prediction-free rule sees behind, its margin below 0), then to the others; in each group first
-to the jobs already running on it, so that a job released later does not displace one mid-run
-(the displaced job would pay a restart, and often a move to another market), then in the
-simulator's priority order. A job seeing fewer than its instances left in its market reads that
-as a slot without capacity. A program is solved on the chance that the market offers at least
-the job's instances plus those of every job before it (in that order) planned in that market
-(:meth:`~solver.forecast.outlook.MarketOutlook.transitions`): they take spot first, and each of
-them may want it there.
+the job's state leaves what it covers).
 
-A program models one job against the market, the jobs before it as a fixed claim; where the
-scheduler's own jobs come, go and overtake one another it misjudges what will be left. So a job
-that shares every market it is planned in with another fixed-count job planned there follows
-the prediction-free rule (:class:`~solver.policies.prediction_free.PredictionFree`, its
-defaults) on the spot the jobs before it leave, and no program is solved for it; a job with a
-market to itself follows its programs.
+A program models one job against one market, so two kinds of fixed-count jobs follow the
+prediction-free rule (:class:`~solver.policies.prediction_free.PredictionFree`, its defaults)
+instead, and no program is solved for them:
+
+* a job allowed in several spot markets: it can move to another when its own loses capacity,
+  which a program of one market does not count on, so the program is too wary of spot (on Can't
+  Be Late windows with a job allowed in all six zones it cost 5–14 % more than the rule:
+  docs/evaluation.md, "Jobs allowed in several zones");
+* a job whose one market another such job may use: a program would see the jobs before it now,
+  not those that come, go and overtake it.
+
+Spot goes first to the jobs that would buy on-demand for want of it (those the rule sees behind,
+its margin below 0), then to the others; in each group first to the jobs already running on it,
+so that a job released later does not displace one mid-run, then in the simulator's priority
+order.
 
 At most ``solves`` programs are solved per slot, so a burst of new jobs does not stretch an
 epoch: first those of jobs with no program that covers their state (in the same order; a job
-whose programs must wait is left to the caller's other planner meanwhile), then the stalest of
+whose program must wait is left to the caller's other planner meanwhile), then the stalest of
 those due for a re-solve. A job whose re-solve must wait follows the program it has, so that
 every job, once it has a program, keeps to one planner however many jobs share the budget.
 
@@ -68,7 +68,7 @@ spot overhead phase, about 40 ms here): a bigger program counts as several."""
 
 @dataclass
 class _Program:
-    """A solved program for one job in one market, and the slot it was solved at."""
+    """A solved program for one job in its market, and the slot it was solved at."""
 
     solved_at: int
     solution: Solution
@@ -78,19 +78,16 @@ class SingleJobPrograms:
     """The programs of the fixed-count jobs a planner hands over (module doc)."""
 
     def __init__(self, source: ForecastSource, resolve_hours: float,
-                 window_hours: float | None, markets: int, solves: int) -> None:
+                 window_hours: float | None, solves: int) -> None:
         if not (math.isfinite(resolve_hours) and resolve_hours > 0):
             raise ValueError(f"resolve_hours={resolve_hours!r}: expected a positive duration")
-        if markets < 1:
-            raise ValueError(f"markets={markets!r}: expected at least 1 market to plan in")
         if solves < 1:
             raise ValueError(f"solves={solves!r}: expected at least 1 program per slot")
         self.forecast = source
         self.resolve_hours = resolve_hours
         self.window_hours = window_hours
-        self.markets = markets
         self.solves = solves
-        self._programs: dict[tuple[str, int], _Program] = {}
+        self._programs: dict[str, _Program] = {}
         self._rule = PredictionFree()
 
     def decide(self, obs: Observation) -> tuple[dict[str, Allocation | None], np.ndarray]:
@@ -100,60 +97,56 @@ class SingleJobPrograms:
         left = np.array(obs.availability_now, dtype=np.int64)
         out: dict[str, Allocation | None] = {}
         markets = {v.id: m for v in obs.jobs if (m := self._plannable(obs, v))}
-        contested = _contested(markets)
-        planned, due = self._schedule(obs, {k: m for k, m in markets.items()
-                                            if k not in contested})
-        ahead = np.zeros(len(obs.markets), dtype=np.int64)
+        ruled = _ruled(markets)
+        planned, due = self._schedule(obs, {k: m[0] for k, m in markets.items()
+                                            if k not in ruled})
         for view in obs.jobs:
-            if view.id not in planned and view.id not in contested:
-                continue
-            for m in markets[view.id]:
-                if (view.id, m) in due:
-                    self._solve(obs, view, m, int(ahead[m]))
-                ahead[m] += view.job.n_min
-            if view.id in contested:
+            if view.id in ruled:
                 choice = self._rule.decide_job(obs, view, left)
-            else:
-                choice = self._follow(obs, view, left, markets[view.id])
+            elif view.id in planned:
+                market = markets[view.id][0]
+                if view.id in due:
+                    self._solve(obs, view, market)
+                choice = self._follow(obs, view, left, market)
                 if not finishable(obs, view, choice, credit_spot=self.forecast.exact,
                                   by=view.job.hard_deadline):
                     choice = on_demand(obs, view)
+            else:
+                continue
             claim(left, choice)
             out[view.id] = choice
         live = {v.id for v in obs.jobs}
-        self._programs = {k: p for k, p in self._programs.items() if k[0] in live}
+        self._programs = {k: p for k, p in self._programs.items() if k in live}
         return out, left
 
-    def _schedule(self, obs: Observation, markets: dict[str, list[int]]
-                  ) -> tuple[set[str], set[tuple[str, int]]]:
-        """The jobs of ``markets`` (job id to the markets it is planned in) that follow their
-        programs at this slot, and the (job, market) programs to solve first: those of the
-        jobs without one that covers their state, in the order of ``obs.jobs`` (a job whose
-        programs do not all fit in what is left of the budget is the caller's), then, while
-        the budget lasts, the stalest of those due for a re-solve (the others follow the
-        program they have). The budget is ``solves`` programs of :data:`SOLVE_WORK`; the
-        first job's programs of a slot are solved whatever their size."""
+    def _schedule(self, obs: Observation, markets: dict[str, int]) -> tuple[set[str], set[str]]:
+        """The jobs of ``markets`` (job id to its market) that follow their programs at this
+        slot, and those whose programs to solve first: the jobs without one that covers their
+        state, in the order of ``obs.jobs`` (a job whose program does not fit in what is left
+        of the budget is the caller's), then, while the budget lasts, the stalest of those due
+        for a re-solve (the others follow the program they have). The budget is ``solves``
+        programs of :data:`SOLVE_WORK`; the first program of a slot is solved whatever its
+        size."""
         budget = self.solves
         planned: set[str] = set()
-        due: set[tuple[str, int]] = set()
-        stale: list[tuple[int, int, str, int, int]] = []
+        due: set[str] = set()
+        stale: list[tuple[int, int, str, int]] = []
         for order, view in enumerate(obs.jobs):
             if view.id not in markets:
                 continue
-            missing = [m for m in markets[view.id] if not self._covers(obs, view, m)]
             units = self._units(obs, view)
-            if missing and units * len(missing) > budget and budget < self.solves:
-                continue
-            budget -= units * len(missing)
-            due.update((view.id, m) for m in missing)
+            if not self._covers(obs, view):
+                if units > budget and budget < self.solves:
+                    continue
+                budget -= units
+                due.add(view.id)
+            elif self._stale(obs, view):
+                stale.append((self._programs[view.id].solved_at, order, view.id, units))
             planned.add(view.id)
-            stale.extend((self._programs[view.id, m].solved_at, order, view.id, m, units)
-                         for m in markets[view.id]
-                         if m not in missing and self._stale(obs, view, m))
-        for _, _, job_id, m, units in sorted(stale):
+        for _, _, job_id, units in sorted(stale):
             if units <= budget or budget == self.solves:
                 budget -= units
-                due.add((job_id, m))
+                due.add(job_id)
         return planned, due
 
     def _units(self, obs: Observation, view: JobView) -> int:
@@ -162,85 +155,64 @@ class SingleJobPrograms:
         return max(1, math.ceil(work / SOLVE_WORK))
 
     def _plannable(self, obs: Observation, view: JobView) -> list[int]:
-        """The markets the job would be planned in, or none when it is not a program's."""
+        """The job's spot markets, or none when it is neither a program's nor the rule's."""
         job = view.job
         if job.n_min != job.n_max or not job.allow_spot:
             return []
-        markets = self._candidates(obs, view)
+        markets = _spot_markets(obs, view)
         if not self.forecast.exact and any(obs.outlooks[m].hazards is None for m in markets):
             return []
         if not stochastic.fits(_single_job(obs, view), _slack(obs, view), self._window(obs)):
             return []
         return markets
 
-    def _follow(self, obs: Observation, view: JobView, left: np.ndarray, markets: list[int]
+    def _follow(self, obs: Observation, view: JobView, left: np.ndarray, market: int
                 ) -> Allocation | None:
-        """The cheapest action over the job's spot ``markets``, by their programs."""
+        """The cheapest action in the job's ``market`` by its program."""
         job = view.job
         n = job.n_min
-        od_market = on_demand_market(obs, view)
         current = view.current
-        best: tuple[float, int, int] | None = None
-        for m in markets:
-            program = self._programs[view.id, m]
-            held = _held(current, m, od_market, n)
-            pending = view.pending_overhead / obs.slot_seconds if held != IDLE else 0.0
-            slack = _slack(obs, view) - (pending if held == ON_DEMAND else 0.0)
-            available = int(obs.availability_now[m])
-            run = (obs.outlooks[m].run.at_boundary(available > 0).age
-                   if obs.outlooks[m].run is not None else 1)
-            q = program.solution.action_values(
-                obs.slot - program.solved_at, held, int(left[m]) >= n, age_bucket(run), slack,
-                pending if held == SPOT else 0.0)
-            for action in (IDLE, SPOT, ON_DEMAND):
-                if math.isfinite(q[action]) and (best is None or q[action] < best[0] - 1e-9):
-                    best = (float(q[action]), action, m)
+        held = _held(current, market, on_demand_market(obs, view), n)
+        pending = view.pending_overhead / obs.slot_seconds if held != IDLE else 0.0
+        slack = _slack(obs, view) - (pending if held == ON_DEMAND else 0.0)
+        available = int(obs.availability_now[market])
+        run = (obs.outlooks[market].run.at_boundary(available > 0).age
+               if obs.outlooks[market].run is not None else 1)
+        program = self._programs[view.id]
+        q = program.solution.action_values(
+            obs.slot - program.solved_at, held, int(left[market]) >= n, age_bucket(run), slack,
+            pending if held == SPOT else 0.0)
+        best: tuple[float, int] | None = None
+        for action in (IDLE, SPOT, ON_DEMAND):
+            if math.isfinite(q[action]) and (best is None or q[action] < best[0] - 1e-9):
+                best = (float(q[action]), action)
         if best is None or best[1] == ON_DEMAND:
             return on_demand(obs, view)
         if best[1] == SPOT:
-            return Allocation(best[2], spot=n)
+            return Allocation(market, spot=n)
         return None
 
-    def _candidates(self, obs: Observation, view: JobView) -> list[int]:
-        """The market the job holds and the ``markets`` most promising others."""
-        allowed = _spot_markets(obs, view)
-        if len(allowed) <= self.markets:
-            return allowed
-        held = view.current.market if view.current is not None else -1
-        day = max(1, round(24 * SECONDS_PER_HOUR / obs.slot_seconds))
-
-        def saving(m: int) -> float:
-            outlook = obs.outlooks[m]
-            chance = float(np.mean(outlook.capacity.at_least(view.job.n_min)[:day]))
-            discount = obs.markets[m].on_demand_price - float(obs.price_now[m])
-            return chance * discount
-
-        ranked = sorted(allowed, key=lambda m: (m != held, -saving(m), m))
-        return sorted(ranked[: self.markets + (held in allowed)])
-
-    def _covers(self, obs: Observation, view: JobView, market: int) -> bool:
-        """True when the job has a program for ``market`` that covers this slot and its
-        state."""
-        program = self._programs.get((view.id, market))
+    def _covers(self, obs: Observation, view: JobView) -> bool:
+        """True when the job has a program that covers this slot and its state."""
+        program = self._programs.get(view.id)
         return (program is not None
                 and obs.slot - program.solved_at < program.solution.slots
                 and _slack(obs, view) <= program.solution.max_slack + 1e-6
                 and program.solution.job == _single_job(obs, view, obs.slot - program.solved_at))
 
-    def _stale(self, obs: Observation, view: JobView, market: int) -> bool:
-        """True when the job's program for ``market`` is ``resolve_hours`` old."""
+    def _stale(self, obs: Observation, view: JobView) -> bool:
+        """True when the job's program is ``resolve_hours`` old."""
         resolve = max(1, round(self.resolve_hours * SECONDS_PER_HOUR / obs.slot_seconds))
-        return obs.slot - self._programs[view.id, market].solved_at >= resolve
+        return obs.slot - self._programs[view.id].solved_at >= resolve
 
-    def _solve(self, obs: Observation, view: JobView, market: int, ahead: int) -> None:
-        """Solve the job's program for ``market``, whose spot the jobs before it, planned
-        there for ``ahead`` instances, take first."""
+    def _solve(self, obs: Observation, view: JobView, market: int) -> None:
+        """Solve the job's program for its ``market``."""
         job = _single_job(obs, view)
         slots = stochastic.horizon(job, self._window(obs))
-        on, price = self.forecast.transitions(obs, market, slots, view.job.n_min + ahead)
+        on, price = self.forecast.transitions(obs, market, slots, view.job.n_min)
         solution = stochastic.solve(job, SpotModel(on, price), _slack(obs, view),
                                     window=self._window(obs))
-        self._programs[view.id, market] = _Program(obs.slot, solution)
+        self._programs[view.id] = _Program(obs.slot, solution)
 
     def _window(self, obs: Observation) -> int | None:
         if self.window_hours is None:
@@ -259,11 +231,12 @@ def spot_order(obs: Observation, rule: PredictionFree) -> tuple[JobView, ...]:
     return tuple(sorted(obs.jobs, key=key))
 
 
-def _contested(markets: dict[str, list[int]]) -> set[str]:
-    """The jobs of ``markets`` (job id to the markets it is planned in) that share every
-    market they are planned in with another of them."""
-    users = Counter(m for planned in markets.values() for m in planned)
-    return {job_id for job_id, planned in markets.items() if all(users[m] > 1 for m in planned)}
+def _ruled(markets: dict[str, list[int]]) -> set[str]:
+    """The jobs of ``markets`` (job id to its spot markets) that follow the rule: those allowed
+    in several markets, and those whose one market another of them may use."""
+    users = Counter(m for allowed in markets.values() for m in allowed)
+    return {job_id for job_id, allowed in markets.items()
+            if len(allowed) > 1 or users[allowed[0]] > 1}
 
 
 def _spot_markets(obs: Observation, view: JobView) -> list[int]:

@@ -1,20 +1,20 @@
 """The risk-aware planner: it plans on the markets' forecast distributions, not on point
 forecasts, and keeps every hard deadline with an on-demand fallback.
 
-* A job at a fixed instance count (``N_min = N_max``) that may use spot follows a stochastic
-  dynamic program (:mod:`solver.optimize.stochastic`) per allowed spot market: it minimises the
-  expected bill minus the value of finishing over (slack, mode, capacity, age of the capacity
-  run), with capacity following the market's run hazards by age and time of day. Restart
-  overhead is priced as a risk: entering spot pays it, and the program knows how likely the run
-  is to end before the overhead pays off. A program is solved once and followed — it is a rule
-  for every state — and re-solved every ``resolve_hours`` of the job's life on the newest
-  outlook (or sooner when the job's state leaves what it covers). The job takes the cheapest
-  action over its markets. Spot goes first to the jobs that would buy on-demand for want of it,
-  then to the others; in each group first to the jobs already running on it (then in the
-  simulator's priority order); a job seeing fewer than its instances left in its market reads
-  that as a slot without capacity. A fixed-count job that shares every market it is planned in
-  with another follows the prediction-free rule instead: the program's model of one job against
-  the market does not hold where the scheduler's own jobs compete.
+* A job at a fixed instance count (``N_min = N_max``) that may use spot in one market only
+  follows a stochastic dynamic program (:mod:`solver.optimize.stochastic`) for that market: it
+  minimises the expected bill minus the value of finishing over (slack, mode, capacity, age of
+  the capacity run), with capacity following the market's run hazards by age and time of day.
+  Restart overhead is priced as a risk: entering spot pays it, and the program knows how likely
+  the run is to end before the overhead pays off. A program is solved once and followed — it is
+  a rule for every state — and re-solved every ``resolve_hours`` of the job's life on the newest
+  outlook (or sooner when the job's state leaves what it covers). A job seeing fewer than its
+  instances left in its market reads that as a slot without capacity.
+* A fixed-count job allowed in several spot markets, or whose one market another such job may
+  use, follows the prediction-free rule instead: the program models one job against one market,
+  and such a job can move to another market, or competes with the scheduler's own jobs.
+  Spot goes first to the jobs that would buy on-demand for want of it, then to the others; in
+  each group first to the jobs already running on it (then in the simulator's priority order).
 * Any other job (an instance range, or no run hazards learned yet) is planned by Committed
   Horizon Control on the distributions (:class:`~solver.policies.forecast_sources.
   DistributionForecast`: spot only where it is ``confidence`` likely, priced with the expected
@@ -45,7 +45,7 @@ class RiskAware:
     name = "risk-aware"
     PARAMETERS: ClassVar[dict[str, type]] = {
         "forecast": str, "resolve_hours": float, "window_hours": float, "confidence": float,
-        "markets": int, "solves": int}
+        "solves": int}
     CONTEXT: ClassVar[tuple[str, ...]] = (
         "data", "source")
 
@@ -55,7 +55,6 @@ class RiskAware:
         resolve_hours: float = 6.0,
         window_hours: float = 24.0,
         confidence: float = 0.9,
-        markets: int = 2,
         solves: int = 12,
         data: MarketData | None = None,
         source: ForecastSource | None = None,
@@ -67,15 +66,14 @@ class RiskAware:
         self.resolve_hours = resolve_hours
         self.window_hours = window_hours
         self.confidence = confidence
-        self.markets = markets
         self.solves = solves
-        self._programs = SingleJobPrograms(source, resolve_hours, None, markets, solves)
+        self._programs = SingleJobPrograms(source, resolve_hours, None, solves)
         self._windowed = CommittedHorizonControl(window_hours, source=source, programs=False)
 
     def __repr__(self) -> str:
         return (f"RiskAware(resolve_hours={self.resolve_hours}, "
                 f"window_hours={self.window_hours}, confidence={self.confidence}, "
-                f"markets={self.markets}, solves={self.solves}, "
+                f"solves={self.solves}, "
                 f"forecast={type(self.forecast).__name__})")
 
     def decide(self, obs: Observation) -> Decision:

@@ -1,6 +1,7 @@
 """The stochastic programs of fixed-count jobs: what they plan on and when they are solved."""
 
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from solver.forecast.hazards import AGE_EDGES, HazardTable
 from solver.forecast.levels import LevelModel
 from solver.forecast.outlook import CapacityForecast, MarketOutlook
+from solver.job import Allocation
 from solver.optimize import stochastic
 from solver.policies import make_policy
 from solver.policies.forecast_sources import DistributionForecast
@@ -62,9 +64,9 @@ class _ProgramsOnly:
 
     name = "programs-only"
 
-    def __init__(self, solves: int, resolve_hours: float, markets: int = 1) -> None:
+    def __init__(self, solves: int, resolve_hours: float) -> None:
         self.programs = SingleJobPrograms(DistributionForecast(), resolve_hours, None,
-                                          markets=markets, solves=solves)
+                                          solves=solves)
         self.planned: dict[int, list[str]] = {}
 
     def decide(self, obs):
@@ -105,29 +107,33 @@ def test_a_job_whose_re_solve_must_wait_keeps_following_its_program(counted_solv
     assert [d % 1 == 0 for d in counted_solves[:6]] == [True, False] * 3
 
 
-def test_a_job_plans_on_the_spot_the_jobs_before_it_leave(monkeypatch):
-    """Two jobs of two instances; the first may use only market a (offering four), the second
-    also market b (offering none), which it has to itself. The second job's program for a
-    plans on at least four instances, the two of the job before it there and its own; for b
-    on its own two."""
-    seen: list[tuple[int, int, int]] = []
-    transitions = DistributionForecast.transitions
-
-    def recording(self, obs, market, horizon, instances):
-        seen.append((obs.slot, market, instances))
-        return transitions(self, obs, market, horizon, instances)
-
-    monkeypatch.setattr(DistributionForecast, "transitions", recording)
-    slots = 10
-    data = flat_data(np.full((2, slots), 0.9), np.array([[4] * slots, [0] * slots]))
+def test_a_job_allowed_in_several_markets_follows_the_prediction_free_rule(counted_solves):
+    """A lone job allowed in two markets can move to the other when its own loses capacity,
+    which a program of one market does not count on: it decides as the prediction-free rule
+    would at every slot, and no program is solved. Confined to one of them, it follows a
+    program."""
+    slots = 30
+    rng = np.random.default_rng(5)
+    data = flat_data(rng.uniform(0.8, 1.2, (2, slots)), rng.integers(0, 2, (2, slots)))
     a, b = (m.key for m in data.markets)
-    jobs = [job(id=f"j{k}", workload=8.0, release=2 * HOUR, soft=8 * HOUR, n_min=2, n_max=2,
-                restart_overhead=360.0, allowed_markets=allowed)
-            for k, allowed in ((1, (a,)), (2, (a, b)))]
-    policy = _ProgramsOnly(solves=12, resolve_hours=6.0, markets=2)
-    result = simulate(data, jobs, policy)
-    assert sorted((m, n) for slot, m, n in seen if slot == 2) == [(0, 4), (1, 2)]
-    assert all(r.spot_instance_hours > 0 for r in result.jobs)
+    free = job(id="free", workload=12.0, release=2 * HOUR, soft=22 * HOUR,
+               restart_overhead=360.0, allowed_markets=(a, b))
+    policy = _ProgramsOnly(solves=12, resolve_hours=6.0)
+    rule = make_policy("prediction-free")
+    decided: list[int] = []
+
+    def decide(obs):
+        out = _ProgramsOnly.decide(policy, obs)
+        if obs.jobs:
+            decided.append(obs.slot)
+            assert out == rule.decide(obs)
+        return out
+
+    policy.decide = decide
+    simulate(data, [free], policy)
+    assert len(decided) >= 12 and not counted_solves
+    simulate(data, [replace(free, allowed_markets=(a,))], _ProgramsOnly(12, 6.0))
+    assert counted_solves
 
 
 def test_jobs_sharing_every_market_follow_the_prediction_free_rule(counted_solves):
@@ -174,23 +180,18 @@ def test_a_long_program_counts_as_several_of_the_solves_per_slot(counted_solves)
     assert len(counted_solves) == 2
 
 
-def test_a_job_released_later_does_not_displace_one_running_on_spot():
-    """Market a offers two instances; a two-instance job runs on them when a second one, due
-    earlier and so first in priority order, is released. Each job also has a market of its
-    own (b, c: no capacity), so both follow programs. The running job keeps its spot (one
-    start, no move); the newcomer plans on the spot that is left in a, here none."""
-    slots = 30
-    data = flat_data(np.full((3, slots), 0.9), np.array([[2] * slots, [0] * slots, [0] * slots]))
-    a, b, c = (m.key for m in data.markets)
-    running = job(id="running", workload=24.0, release=2 * HOUR, soft=24 * HOUR, n_min=2,
-                  n_max=2, restart_overhead=360.0, allowed_markets=(a, c))
-    newcomer = job(id="newcomer", workload=8.0, release=5 * HOUR, soft=14 * HOUR, n_min=2,
-                   n_max=2, restart_overhead=360.0, allowed_markets=(a, b))
-    policy = _ProgramsOnly(solves=12, resolve_hours=6.0, markets=2)
-    result = {r.job_id: r for r in simulate(data, [running, newcomer], policy).jobs}
-    assert result["running"].restarts == 1
-    assert result["running"].on_demand_instance_hours == 0.0
-    assert result["newcomer"].spot_instance_hours == 0.0
+def test_spot_goes_to_the_jobs_behind_then_to_those_running_on_it_then_in_priority_order():
+    """Within the jobs the rule sees behind and within the others, those running on spot
+    come first, so that a job released later does not displace one mid-run; otherwise the
+    given (priority) order holds."""
+    held = {"idle-behind": None, "spot-behind": Allocation(0, spot=1),
+            "idle-ahead": None, "od-ahead": Allocation(0, on_demand=1),
+            "spot-ahead": Allocation(0, spot=1)}
+    views = tuple(SimpleNamespace(id=k, current=a) for k, a in held.items())
+    rule = SimpleNamespace(margin=lambda obs, view: -1.0 if view.id.endswith("behind") else 1.0)
+    order = spot_order(SimpleNamespace(jobs=views), rule)
+    assert [v.id for v in order] == ["spot-behind", "idle-behind", "spot-ahead", "idle-ahead",
+                                     "od-ahead"]
 
 
 def test_a_job_that_would_buy_on_demand_for_want_of_spot_goes_before_one_that_can_wait():

@@ -21,7 +21,7 @@ instead, and no program is solved for them:
 
 * a job allowed in several spot markets: it can move to another when its own loses capacity,
   which a program of one market does not count on, so the program is too wary of spot (on Can't
-  Be Late windows with a job allowed in all six zones it cost 5–14 % more than the rule:
+  Be Late windows with a job allowed in all six zones it cost up to 14 % more than the rule:
   docs/evaluation.md, "Jobs allowed in several zones");
 * a job whose one market another such job may use: a program would see the jobs before it now,
   not those that come, go and overtake it.

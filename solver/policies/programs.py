@@ -9,7 +9,9 @@ before the overhead pays off. With a ``window``, the program ends there and valu
 at on-demand to the end (Committed Horizon Control's terminal condition); without one it runs
 to the hard deadline. The program is solved on the chance that the market offers at least the
 job's instances (:meth:`~solver.forecast.outlook.MarketOutlook.transitions`); a job seeing
-fewer left in its market reads that as a slot without capacity.
+fewer left in its market reads that as a slot without capacity. While its market has no run
+hazards learned, or where its program would be too large
+(:func:`~solver.optimize.stochastic.fits`), the job is left to the caller's other planner.
 
 A program is a rule for every state, so it is solved once and followed, and solved again every
 ``resolve_hours`` of the job's life on the newest outlook (sooner when its window runs out or
@@ -96,10 +98,12 @@ class SingleJobPrograms:
         obs = replace(obs, jobs=spot_order(obs, self._rule))
         left = np.array(obs.availability_now, dtype=np.int64)
         out: dict[str, Allocation | None] = {}
-        markets = {v.id: m for v in obs.jobs if (m := self._plannable(obs, v))}
+        markets = {v.id: _spot_markets(obs, v) for v in obs.jobs
+                   if v.job.n_min == v.job.n_max and v.job.allow_spot}
         ruled = _ruled(markets)
-        planned, due = self._schedule(obs, {k: m[0] for k, m in markets.items()
-                                            if k not in ruled})
+        planned, due = self._schedule(obs, {
+            v.id: markets[v.id][0] for v in obs.jobs
+            if v.id in markets and v.id not in ruled and self._plannable(obs, v, markets[v.id][0])})
         for view in obs.jobs:
             if view.id in ruled:
                 choice = self._rule.decide_job(obs, view, left)
@@ -154,17 +158,12 @@ class SingleJobPrograms:
         work = stochastic.work(_single_job(obs, view), _slack(obs, view), self._window(obs))
         return max(1, math.ceil(work / SOLVE_WORK))
 
-    def _plannable(self, obs: Observation, view: JobView) -> list[int]:
-        """The job's spot markets, or none when it is neither a program's nor the rule's."""
-        job = view.job
-        if job.n_min != job.n_max or not job.allow_spot:
-            return []
-        markets = _spot_markets(obs, view)
-        if not self.forecast.exact and any(obs.outlooks[m].hazards is None for m in markets):
-            return []
-        if not stochastic.fits(_single_job(obs, view), _slack(obs, view), self._window(obs)):
-            return []
-        return markets
+    def _plannable(self, obs: Observation, view: JobView, market: int) -> bool:
+        """True when a program can plan the job in ``market``: the market has run hazards (or
+        the source is exact) and the program fits."""
+        if not self.forecast.exact and obs.outlooks[market].hazards is None:
+            return False
+        return stochastic.fits(_single_job(obs, view), _slack(obs, view), self._window(obs))
 
     def _follow(self, obs: Observation, view: JobView, left: np.ndarray, market: int
                 ) -> Allocation | None:
@@ -232,8 +231,8 @@ def spot_order(obs: Observation, rule: PredictionFree) -> tuple[JobView, ...]:
 
 
 def _ruled(markets: dict[str, list[int]]) -> set[str]:
-    """The jobs of ``markets`` (job id to its spot markets) that follow the rule: those allowed
-    in several markets, and those whose one market another of them may use."""
+    """The fixed-count jobs of ``markets`` (job id to its spot markets) that follow the rule:
+    those allowed in several markets, and those whose one market another of them may use."""
     users = Counter(m for allowed in markets.values() for m in allowed)
     return {job_id for job_id, allowed in markets.items()
             if len(allowed) > 1 or users[allowed[0]] > 1}

@@ -15,10 +15,11 @@ forecasts, and keeps every hard deadline with an on-demand fallback.
   and such a job can move to another market, or competes with the scheduler's own jobs.
   Spot goes first to the jobs that would buy on-demand for want of it, then to the others; in
   each group first to the jobs already running on it (then in the simulator's priority order).
-* Any other job (an instance range, or no run hazards learned yet) is planned by Committed
-  Horizon Control on the distributions (:class:`~solver.policies.forecast_sources.
-  DistributionForecast`: spot only where it is ``confidence`` likely, priced with the expected
-  cost of losing it), re-solved every slot, on the spot the fixed-count jobs left.
+* Any other job (an instance range, or one confined to a market with no run hazards learned
+  yet) is planned by Committed Horizon Control on the distributions
+  (:class:`~solver.policies.forecast_sources.DistributionForecast`: spot only where it is
+  ``confidence`` likely, priced with the expected cost of losing it), re-solved every slot, on
+  the spot the fixed-count jobs left.
 
 Before an allocation of a fixed-count job runs, :func:`~solver.policies.common.finishable`
 checks that on-demand could still meet the hard deadline should this slot's spot be lost;

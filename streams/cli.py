@@ -693,15 +693,23 @@ def evaluate(
     plots: Annotated[Path | None, writes_dir(
         "Folder for PNG plots (adds the CHC sensitivity study on fine-tune).")] = None,
     json_file: Annotated[Path | None, writes_file("File for the JSON summary.", "--json")] = None,
+    resample: Annotated[int | None, typer.Option(
+        help="Redraw each market's availability from the capacity model fitted to its whole "
+        "trace, with this seed (prices kept): a market as predictable as the model assumes "
+        "(docs/evaluation.md).", callback=non_negative)] = None,
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
 ) -> None:
     """Evaluate policies over seeded windows of a trace (Can't Be Late, fine-tuning, scarce
     capacity)."""
     from solver.evaluation.evaluate import EvaluationSettings
+    from solver.evaluation.resample import resample_availability
     from streams.reports.evaluation import run_evaluation
 
     ticks, source = _market_ticks(trace or [], seed, 6, 46, on_demand_price, prices, 195)
+    if resample is not None:
+        ticks = resample_availability(ticks, resample)
+        source += f", availability redrawn from its model (seed {resample})"
     try:
         settings = EvaluationSettings(forecast=forecast)  # type: ignore[arg-type]
         tasks = _cant_be_late_spec(work_hours, deadline_hours, overhead_hours)

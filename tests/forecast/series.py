@@ -63,3 +63,32 @@ def market_forecaster(price: str = "learned-drift", availability: str = "markov"
                       window: int = 24) -> MarketForecaster:
     return MarketForecaster(PRICE_FORECASTERS[price](),
                             AVAILABILITY_FORECASTERS[availability](), window)
+
+
+PERIOD = 24
+"""Slots per cycle of :func:`true_hazard`."""
+
+
+def true_hazard(state: int, age: int, position: int) -> float:
+    """Runs last at least two slots; capacity runs end faster in the second half of the day,
+    young runs end faster than old ones."""
+    if age <= 2:
+        return 0.0
+    if state == 1:
+        base = 0.15 if age <= 4 else 0.04
+        return base * (2.0 if position >= PERIOD // 2 else 1.0)
+    return 0.3 if age <= 8 else 0.1
+
+
+def semi_markov_series(n: int, seed: int) -> np.ndarray:
+    """``n`` slots of 0/1 capacity drawn with :func:`true_hazard`, slot 0 at the cycle's start."""
+    rng = np.random.default_rng(seed)
+    out = np.empty(n)
+    state, age = 1, 1
+    for t in range(n):
+        out[t] = state
+        if rng.random() < true_hazard(state, age, (t + 1) % PERIOD):
+            state, age = 1 - state, 1
+        else:
+            age += 1
+    return out

@@ -54,6 +54,7 @@ CASES = [
      "--plots {file}: expected a folder, not a file"),
     (["evaluate", "--seed", "-2"], "--seed -2: expected a non-negative integer"),
     (["evaluate", "--windows", "0"], "--windows 0: expected a whole number >= 1"),
+    (["evaluate", "--resample", "-1"], "--resample -1: expected a non-negative integer"),
     (["evaluate", "--json", "{dir}"], "--json {dir}: expected a file name, not a folder"),
     (["evaluate", "--plots", "{file}/plots"],
      "--plots {file}/plots: expected a folder that exists or can be created"),

@@ -62,6 +62,20 @@ def test_evaluate_prints_tables_and_writes_json_and_plots(tmp_path, drawn):
     assert "wrote " + str(tmp_path / "plots" / "regret.png") in result.output
 
 
+def test_evaluate_on_a_redrawn_market_says_so_and_plays_other_capacity(tmp_path):
+    trace = write_probe_trace(tmp_path / "probe.csv", hours=200)
+    costs = []
+    for extra in ([], ["--resample", "3"]):
+        out = tmp_path / f"out{len(extra)}.json"
+        result = CliRunner().invoke(app, [
+            "evaluate", "--trace", str(trace), "--scenario", "fine-tune", "--windows", "2",
+            "--policy", "spot-only", "--json", str(out), *extra])
+        assert result.exit_code == 0, result.output
+        costs.append(json.loads(out.read_text())["scenarios"][0]["policies"]["spot-only"])
+    assert "availability redrawn from its model (seed 3)" in " ".join(result.output.split())
+    assert costs[0] != costs[1]
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--policy", "oracle"], "policy='oracle': expected one of on-demand"),
     (["--scenario", "cant-be-late", "--windows", "200"],

@@ -707,10 +707,10 @@ def evaluate(
     from streams.reports.evaluation import run_evaluation
 
     ticks, source = _market_ticks(trace or [], seed, 6, 46, on_demand_price, prices, 195)
-    if resample is not None:
-        ticks = resample_availability(ticks, resample)
-        source += f", availability redrawn from its model (seed {resample})"
     try:
+        if resample is not None:
+            ticks = resample_availability(ticks, resample)
+            source += f", availability redrawn from its model (seed {resample})"
         settings = EvaluationSettings(forecast=forecast)  # type: ignore[arg-type]
         tasks = _cant_be_late_spec(work_hours, deadline_hours, overhead_hours)
         run_evaluation(ticks, source, scenario or ["cant-be-late", "fine-tune"], policy,

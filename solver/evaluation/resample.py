@@ -24,7 +24,7 @@ from dataclasses import replace
 import numpy as np
 
 from solver.forecast.base import slot_seasonality
-from solver.forecast.hazards import age_bucket
+from solver.forecast.hazards import HazardTable, age_bucket
 from solver.forecast.levels import CapacityLevels
 from solver.forecast.semi_markov import SemiMarkovAvailability
 from solver.market import MarketTicks
@@ -49,18 +49,19 @@ def _draw(ticks: MarketTicks, rng: np.random.Generator) -> np.ndarray:
         runs.learn_one(count)
         levels.learn_one(count)
     hazard = runs.hazards().hazard
+    n = len(ticks.available)
+    days = HazardTable(hazard, season.period, season.phase).days(1, n)
     level = levels.snapshot()
     shares = level.shares / level.shares.sum() if level.shares.sum() > 0 else np.ones(1)
-    same = float(shares @ shares)
-    redraw = min(1.0, (1.0 - level.persistence) / (1.0 - same)) if same < 1.0 else 0.0
-    n = len(ticks.available)
+    repeat_by_chance = float(shares @ shares)
+    redraw = (min(1.0, (1.0 - level.persistence) / (1.0 - repeat_by_chance))
+              if repeat_by_chance < 1.0 else 0.0)
     out = np.zeros(n, dtype=np.int64)
     first = int(ticks.available[0])
     state, age, current = int(first > 0), 1, first
     for i in range(n):
         out[i] = current if state else 0
-        day = (i + 1 + season.phase) % season.period * hazard.shape[2] // season.period
-        if rng.random() < hazard[state, age_bucket(age), day]:
+        if rng.random() < hazard[state, age_bucket(age), days[i]]:
             state, age = 1 - state, 1
             current = _level(shares, rng) if state else 0
         else:

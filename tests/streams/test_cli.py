@@ -9,7 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from streams.cli import _replay_inputs, app
+from streams.cli import app
+from streams.cli.replay import _replay_inputs
 from streams.traces.jobs_file import load_jobs
 
 runner = CliRunner()

@@ -1,0 +1,78 @@
+"""What several commands share: their default policies, the market they run on, the settings
+they read and how they log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from streams.settings import Settings
+
+from solver.market import MarketTicks
+from solver.policies import POLICIES
+from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
+from streams.cli.errors import fail
+from streams.cli.options import check_policies
+
+DEFAULT_POLICIES = ("on-demand", "spot-only", "greedy", "uniform-progress", "prediction-free",
+                    "chc", "risk-aware", "policy-selection")
+
+
+def on_demand_prices(flags: list[str] | None, file: Path | None) -> dict[str, float]:
+    """The user's on-demand prices from --prices and --on-demand-price."""
+    from streams.traces.price_table import on_demand_overrides
+
+    return on_demand_overrides(flags or (), file)
+
+
+def load_trace_files(traces: list[Path], flags: list[str] | None,
+                     file: Path | None) -> list[MarketTicks]:
+    """The markets of trace files, priced with --on-demand-price and --prices."""
+    from streams.traces import load_traces
+
+    return load_traces(traces, on_demand_prices=on_demand_prices(flags, file))
+
+
+def market_ticks(
+    traces: list[Path], seed: int, markets: int, days: float,
+    on_demand_price: list[str] | None = None, prices: Path | None = None,
+    tick_seconds: float = 300.0,
+) -> tuple[list[MarketTicks], str]:
+    """The ticks of the trace files, or of the synthetic market, and a name for them; a bad
+    one exits with a one-line error."""
+    try:
+        if traces:
+            return (load_trace_files(traces, on_demand_price, prices),
+                    ", ".join(p.name for p in traces))
+        spec = SyntheticMarketSpec(seed=seed, n_markets=markets, days=days,
+                                   tick_seconds=tick_seconds)
+    except ValueError as exc:
+        fail(exc)
+    return synthetic_ticks(spec), f"synthetic market (seed {seed})"
+
+
+def command_settings(**overrides: object) -> Settings:
+    """Settings from the environment, with the flags that were given on top; a bad one exits
+    with a one-line error."""
+    from streams.settings import load_settings
+
+    try:
+        return load_settings(**overrides)
+    except ValueError as exc:
+        fail(exc)
+
+
+def broker_logging(level: str = "WARNING") -> None:
+    """Logging of a command that talks to Kafka: to stderr, repeats rate-limited."""
+    from streams.runtime import configure_logging
+
+    configure_logging(level)
+
+
+Policies = Annotated[list[str] | None, typer.Option(
+    "--policy", callback=check_policies,
+    help=f"Policy NAME[:key=value,...] to run; repeat for more. Names: {', '.join(POLICIES)}. "
+    f"Default: {', '.join(DEFAULT_POLICIES)}.")]

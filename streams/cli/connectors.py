@@ -1,0 +1,88 @@
+"""``spotsched connector``: a connector on the provisioning decisions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from solver.synthetic import SyntheticMarketSpec
+from streams.cli.app import app
+from streams.cli.common import broker_logging, command_settings, load_trace_files
+from streams.cli.errors import fail
+from streams.cli.options import (
+    Broker,
+    Ec2Endpoint,
+    LogLevel,
+    MetricsHost,
+    MetricsPort,
+    OnDemandPrice,
+    PricesFile,
+    Seed,
+    SlotSecondsSetting,
+    SyntheticDays,
+    SyntheticMarkets,
+    TracesOrSynthetic,
+)
+
+
+@app.command()
+def connector(
+    name: Annotated[str, typer.Argument(help="Connector to run: log, sim or aws.")],
+    bootstrap_servers: Broker = None,
+    data_dir: Annotated[Path | None, typer.Option(
+        help="Directory of the connector's durable records.")] = None,
+    group: Annotated[str | None, typer.Option(
+        help="Consumer group (default: APP_ID-connector-NAME).")] = None,
+    metrics_port: MetricsPort = None,
+    metrics_host: MetricsHost = None,
+    json_lines: Annotated[bool, typer.Option(
+        "--json", help="log: one JSON event per line.")] = False,
+    trace: TracesOrSynthetic = None,
+    seed: Seed = 0,
+    markets: SyntheticMarkets = 4,
+    days: SyntheticDays = 14,
+    slot_seconds: SlotSecondsSetting = None,
+    availability_reports: Annotated[bool, typer.Option(
+        help="sim: also report lost spot as availability ticks (off: the market ticks "
+        "already carry the trace's availability).")] = False,
+    image_id: Annotated[list[str] | None, typer.Option(
+        help="aws: AMI for every region, or REGION=AMI; repeatable.")] = None,
+    launch_template: Annotated[str | None, typer.Option(
+        help="aws: launch template name, present in each region.")] = None,
+    region: Annotated[list[str] | None, typer.Option(
+        help="aws: region to reconcile; repeatable. Default: the AWS regions of the "
+        "catalogue in SPOTSCHED_MARKETS_FILE.")] = None,
+    endpoint_url: Ec2Endpoint = None,
+    spot_max_price: Annotated[float | None, typer.Option(
+        help="aws: highest spot price in USD/h (default: the on-demand price).")] = None,
+    on_demand_price: OnDemandPrice = None,
+    prices: PricesFile = None,
+    log_level: LogLevel = "INFO",
+    kill_after_apply: Annotated[int, typer.Option(hidden=True)] = 0,
+) -> None:
+    """Run a connector on the provisioning decisions until SIGINT/SIGTERM."""
+    import logging
+
+    from connectors.worker import ConnectorWorker, WorkerOptions, parse_image_ids
+    from streams.kafka.connect import BrokerError
+
+    broker_logging(log_level)
+    logging.getLogger("aiokafka").setLevel(max(logging.WARNING, logging.root.level))
+    settings = command_settings(bootstrap_servers=bootstrap_servers, data_dir=data_dir,
+                         metrics_port=metrics_port, metrics_host=metrics_host,
+                         slot_seconds=slot_seconds)
+    try:
+        options = WorkerOptions(
+            name=name, group=group, log_json=json_lines,
+            sim_ticks=tuple(load_trace_files(trace, on_demand_price, prices)) if trace else (),
+            sim_market=SyntheticMarketSpec(seed=seed, n_markets=markets, days=days),
+            sim_availability_reports=availability_reports,
+            aws_image_ids=parse_image_ids(image_id or []), aws_launch_template=launch_template,
+            aws_regions=tuple(region or ()), aws_endpoint_url=endpoint_url,
+            aws_spot_max_price=spot_max_price, kill_after_apply=kill_after_apply)
+        worker = ConnectorWorker(settings, options)
+        worker.run()
+    except (ValueError, OSError, BrokerError) as exc:
+        fail(exc)

@@ -1,0 +1,58 @@
+"""``spotsched decisions``: tail the provisioning decisions."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from solver.market import SECONDS_PER_HOUR
+from streams.cli.app import app
+from streams.cli.common import broker_logging, command_settings
+from streams.cli.errors import console, fail
+from streams.cli.options import Broker
+
+
+@app.command()
+def decisions(
+    bootstrap_servers: Broker = None,
+    json_lines: Annotated[bool, typer.Option("--json", help="One JSON event per line.")] = False,
+    follow: Annotated[bool, typer.Option(help="Keep waiting for new decisions.")] = False,
+    group: Annotated[str | None, typer.Option(
+        help="Consumer group: resume where it left off.")] = None,
+) -> None:
+    """Tail provisioning decisions as a table or JSON lines."""
+    import asyncio
+
+    from rich.table import Table
+
+    from streams.contract import dump_event
+    from streams.kafka.clients import read_decisions
+    from streams.kafka.connect import BrokerError
+
+    settings = command_settings(bootstrap_servers=bootstrap_servers)
+    broker_logging()
+
+    async def tail() -> None:
+        table = Table("epoch", "slot start", "job", "market", "spot", "on-demand", "USD",
+                      "slack h", "policy", "reason")
+        async for d in read_decisions(settings, group, idle_timeout=None if follow else 3.0):
+            if json_lines:
+                typer.echo(dump_event(d).decode())
+            elif follow:
+                console.print(f"{d.epoch} {d.slot_start:%Y-%m-%d %H:%M} {d.job_id} {d.market} "
+                              f"spot={d.spot} on-demand={d.on_demand} "
+                              f"${d.expected_cost_usd:.2f} {d.reason}")
+            else:
+                table.add_row(str(d.epoch), f"{d.slot_start:%Y-%m-%d %H:%M}", d.job_id,
+                              d.market, str(d.spot), str(d.on_demand),
+                              f"{d.expected_cost_usd:.2f}",
+                              f"{d.slack_seconds / SECONDS_PER_HOUR:.1f}",
+                              d.policy, d.reason)
+        if not json_lines and not follow:
+            console.print(table)
+
+    try:
+        asyncio.run(tail())
+    except (ValueError, BrokerError) as exc:
+        fail(exc)

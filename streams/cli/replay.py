@@ -1,0 +1,155 @@
+"""``spotsched replay``: a market and a workload through the simulator, or into Kafka."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from solver.evaluation.compare import PolicySummary
+    from solver.simulator import SimulationResult
+
+from solver.job import Job
+from solver.market import MarketData, MarketTicks, build_market_data
+from solver.workload import WorkloadSpec, generate_jobs
+from streams.cli.app import app
+from streams.cli.common import (
+    DEFAULT_POLICIES,
+    Policies,
+    broker_logging,
+    command_settings,
+    market_ticks,
+)
+from streams.cli.errors import console, fail, wrote
+from streams.cli.options import (
+    OnDemandPrice,
+    PricesFile,
+    Seed,
+    SlotSeconds,
+    SyntheticDays,
+    SyntheticMarkets,
+    TracesOrSynthetic,
+    at_least,
+    positive_count,
+    writes_dir,
+    writes_file,
+)
+
+
+def _publish_replay(
+    broker: str, ticks: list[MarketTicks], jobs: list[Job], speed: float | None,
+    job_partitions: int,
+) -> None:
+    import asyncio
+
+    from rich.progress import Progress
+
+    from streams.kafka.clients import publish_replay
+    from streams.kafka.connect import BrokerError
+    from streams.replay import trace_events
+
+    broker_logging()
+    settings = command_settings(bootstrap_servers=broker, job_partitions=job_partitions)
+    total = 2 * sum(len(t.times) for t in ticks) + len(jobs)
+    try:
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task("publishing", total=total)
+            sent = asyncio.run(publish_replay(settings, trace_events(ticks, jobs), speed,
+                                              lambda n: bar.advance(task, n)))
+    except (ValueError, BrokerError) as exc:
+        fail(exc)
+    console.print(f"published {sent} events ({len(jobs)} jobs) to {settings.bootstrap_servers}")
+
+
+@app.command()
+def replay(
+    trace: TracesOrSynthetic = None,
+    jobs: Annotated[Path | None, typer.Option(
+        help="Workload file (JSON or CSV of jobs, e.g. examples/jobs.json) instead of "
+        "generated jobs.", exists=True, dir_okay=False)] = None,
+    n_jobs: Annotated[int, typer.Option(help="Jobs to generate.", callback=positive_count)] = 20,
+    fixed_count: Annotated[bool, typer.Option(
+        "--fixed-count", help="Generated jobs run at a fixed instance count (N_min = N_max) "
+        "instead of N_min = N_max / 2.")] = False,
+    policy: Policies = None,
+    seed: Seed = 0,
+    slot_seconds: SlotSeconds = 3600,
+    markets: SyntheticMarkets = 4,
+    days: SyntheticDays = 14,
+    report: Annotated[Path | None, writes_dir("Folder for report.json and replay.png.")] = None,
+    decisions: Annotated[Path | None, writes_file(
+        "Write every decision as JSON lines (policy, time, epoch, job, market, spot, "
+        "on-demand).")] = None,
+    per_job: Annotated[bool, typer.Option(
+        "--per-job", help="Also print every job's outcome under every policy.")] = False,
+    job_partitions: Annotated[int, typer.Option(
+        help="Scheduler partitions: jobs split as Kafka does, each planned alone.",
+        callback=positive_count)] = 1,
+    broker: Annotated[str | None, typer.Option(
+        help="Publish the replay to Kafka at host:port instead of simulating in-process.")] = None,
+    speed: Annotated[float | None, typer.Option(
+        help="With --broker: event-time seconds per second (default: flat out).",
+        callback=at_least(0.001, "at least 0.001 event-time seconds per second"))] = None,
+    on_demand_price: OnDemandPrice = None,
+    prices: PricesFile = None,
+) -> None:
+    """Replay a market and a workload: in-process through the simulator (no broker needed), or
+    into Kafka with --broker for the workers to schedule."""
+    from streams.reports.replay import jobs_table, summary_table, write_decisions, write_report
+
+    policy = policy or list(DEFAULT_POLICIES)
+    ticks, source = market_ticks(trace or [], seed, markets, days, on_demand_price, prices)
+    data, workload = _replay_inputs(ticks, slot_seconds, jobs, n_jobs, seed, fixed_count)
+    if broker is not None:
+        _publish_replay(broker, ticks, workload, speed, job_partitions)
+        return
+    results, summaries = _simulate(data, workload, policy, job_partitions)
+    console.print(summary_table(summaries, f"{len(workload)} jobs on {source}: "
+                                f"{len(data.markets)} markets × {data.n_slots} slots of "
+                                f"{data.slot_seconds:g} s"))
+    if per_job:
+        console.print(jobs_table(results))
+    if decisions is not None:
+        wrote(write_decisions(decisions, data, results))
+    if report is not None:
+        inputs = {"traces": [str(p) for p in trace or []], "jobs": str(jobs) if jobs else None,
+                  "n_jobs": len(workload), "fixed_count": fixed_count,
+                  "policies": list(policy), "seed": seed,
+                  "slot_seconds": slot_seconds}
+        wrote(*write_report(report, data, workload, results, summaries, inputs))
+
+
+def _replay_inputs(ticks: list[MarketTicks], slot_seconds: float, jobs: Path | None,
+                   n_jobs: int, seed: int, fixed_count: bool) -> tuple[MarketData, list[Job]]:
+    """The market data and the workload of a replay: the --jobs file or generated jobs."""
+    from streams.traces.jobs_file import load_jobs
+
+    try:
+        data = build_market_data(ticks, slot_seconds)
+        if jobs is not None:
+            return data, load_jobs(jobs)
+        shape = WorkloadSpec(seed=seed, n_min_share=1.0) if fixed_count else WorkloadSpec(seed=seed)
+        return data, generate_jobs(data, n_jobs, shape)
+    except ValueError as exc:
+        fail(exc)
+
+
+def _simulate(data: MarketData, workload: list[Job], policies: list[str],
+              job_partitions: int) -> tuple[list[SimulationResult], list[PolicySummary]]:
+    """Every policy over the workload in-process, with a progress bar."""
+    from rich.progress import Progress
+
+    from solver.evaluation.compare import compare_policies
+    from streams.kafka.partitions import partition_for
+
+    try:
+        with Progress(console=console, transient=True) as bar:
+            groups = len({partition_for(j.id, job_partitions) for j in workload}) or 1
+            task = bar.add_task("replaying", total=data.n_slots * len(policies) * groups)
+            return compare_policies(
+                data, workload, policies, progress=lambda n: bar.advance(task, n),
+                partition_of=lambda job_id: partition_for(job_id, job_partitions))
+    except ValueError as exc:
+        fail(exc)

@@ -1,0 +1,64 @@
+"""``spotsched worker``: a scheduler worker on Kafka."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from streams.cli.app import app
+from streams.cli.common import broker_logging, command_settings
+from streams.cli.errors import fail
+from streams.cli.options import (
+    Broker,
+    LogLevel,
+    MarketPartitions,
+    MarketsFile,
+    MetricsHost,
+    MetricsPort,
+    SlotSecondsSetting,
+    positive_count,
+)
+
+
+@app.command()
+def worker(
+    bootstrap_servers: Broker = None,
+    markets: MarketsFile = None,
+    policy: Annotated[str | None, typer.Option(help="Scheduling policy.")] = None,
+    slot_seconds: SlotSecondsSetting = None,
+    job_partitions: Annotated[int | None, typer.Option(
+        help="Partitions of job events (env SPOTSCHED_JOB_PARTITIONS).",
+        callback=positive_count)] = None,
+    market_partitions: MarketPartitions = None,
+    app_id: Annotated[str | None, typer.Option(help="Consumer group / app id.")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Local state directory.")] = None,
+    metrics_port: MetricsPort = None,
+    metrics_host: MetricsHost = None,
+    log_level: LogLevel = "WARNING",
+) -> None:
+    """Run a scheduler worker (Faust) until SIGINT/SIGTERM; start more to scale out."""
+    import asyncio
+
+    from prometheus_client import CollectorRegistry
+
+    from streams.kafka.connect import BrokerError
+    from streams.kafka.topics import ensure_topics
+    from streams.runners.kafka import RateLimitedWorker, create_app
+    from streams.runtime import serve_metrics
+
+    settings = command_settings(
+        bootstrap_servers=bootstrap_servers, markets_file=markets, policy=policy,
+        slot_seconds=slot_seconds, job_partitions=job_partitions,
+        market_partitions=market_partitions, app_id=app_id, data_dir=data_dir,
+        metrics_port=metrics_port, metrics_host=metrics_host)
+    broker_logging(log_level)
+    try:
+        asyncio.run(ensure_topics(settings))
+        registry = CollectorRegistry()
+        faust_app = create_app(settings, registry)
+        serve_metrics(settings, registry)
+    except (ValueError, OSError, BrokerError) as exc:
+        fail(exc)
+    RateLimitedWorker(faust_app, loglevel=log_level, quiet=True).execute_from_commandline()

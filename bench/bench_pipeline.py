@@ -183,9 +183,11 @@ def main() -> None:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
         if bootstrap is None:
-            from streams.kafka.devkafka import KafkaBroker, fetch_jars, kafka_home
+            from streams.cli.dev import load_devkafka
 
-            broker = stack.enter_context(KafkaBroker(fetch_jars(kafka_home()), workdir / "kafka"))
+            kafka = load_devkafka()
+            broker = stack.enter_context(
+                kafka.KafkaBroker(kafka.fetch_jars(kafka.kafka_home()), workdir / "kafka"))
             bootstrap = broker.bootstrap
         throughput(bootstrap, workdir, args.days)
         latency(bootstrap, workdir, args.jobs, args.speed)

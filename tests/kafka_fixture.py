@@ -1,7 +1,7 @@
 """Kafka fixtures: one broker per test session, fresh uniquely named topics per test.
 
 ``KAFKA_BOOTSTRAP_SERVERS`` points the tests at a running broker; without it a
-single-node broker is started from the cached jars (see ``streams.kafka.devkafka``).
+single-node broker is started from the cached jars (see ``deploy/kafka/devkafka.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from streams.kafka.devkafka import KafkaBroker, fetch_jars, kafka_home
+from deploy.kafka.devkafka import KafkaBroker, fetch_jars, kafka_home
 
 TopicFactory = Callable[..., Awaitable[str]]
 

@@ -3,11 +3,10 @@
 # ($SPOTSCHED_KAFKA_HOME, by default ~/.cache/spotsched/kafka-<version>).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
 for tool in java mvn; do
     if ! command -v "$tool" >/dev/null; then
         echo "error: '$tool' not found; install a JDK 17+ and Maven 3.6+" >&2
         exit 1
     fi
 done
-python -m streams.kafka.devkafka --fetch-only
+python "$root/deploy/kafka/devkafka.py" --fetch-only

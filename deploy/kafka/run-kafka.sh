@@ -3,5 +3,4 @@
 # Options: --port PORT (default 9092), --data-dir DIR (keep data), --fetch-only.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
-exec python -m streams.kafka.devkafka "$@"
+exec python "$root/deploy/kafka/devkafka.py" "$@"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from deploy.kafka.devkafka import KAFKA_VERSION
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from streams.kafka.devkafka import KAFKA_VERSION
 from streams.settings import Settings, Topics, read_catalogue
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import jsonschema
 
+from deploy.kafka.devkafka import fetch_jars, kafka_home
 from streams.contract.schema import json_schemas
-from streams.kafka.devkafka import fetch_jars, kafka_home
 
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 CLOUD_EVENT_HEADERS = ("ce_specversion", "ce_id", "ce_source", "ce_type", "ce_time",

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from streams.kafka.devkafka import (
+from deploy.kafka.devkafka import (
     DevKafkaError,
     KafkaBroker,
     fetch_jars,

@@ -21,9 +21,9 @@ from connectors.memory import MemoryConnector
 from connectors.metrics import ConnectorMetrics
 from connectors.runtime import ConnectorRuntime, RuntimeOptions
 from connectors.store import AppliedKeys
+from deploy.kafka.devkafka import KafkaBroker, fetch_jars, kafka_home
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from streams.contract import JobProgress, ProvisioningDecision, dump_event
-from streams.kafka.devkafka import KafkaBroker, fetch_jars, kafka_home
 from streams.kafka.topics import ensure_topics
 from streams.settings import Settings, Topics
 from tests.connectors.helpers import committed, publish, read_all, replay

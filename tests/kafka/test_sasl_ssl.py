@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from deploy.kafka.devkafka import KafkaBroker, fetch_jars, kafka_home
 from solver.market import build_market_data
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from streams.contract import JobCancelled, JobSubmitted, parse_event
-from streams.kafka.devkafka import KafkaBroker, fetch_jars, kafka_home
 from streams.pipeline import decision_rows
 from streams.settings import Settings
 from tests.kafka.pipeline_harness import REPO, Pipeline, rows_from_jsonl

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.kafka.devkafka import SaslSsl
+from deploy.kafka.devkafka import SaslSsl
 
 VALIDITY_DAYS = "2"
 SAN = "SAN=ip:127.0.0.1,dns:localhost"

@@ -6,8 +6,8 @@ Topic auto-creation is left at Kafka's default (enabled), as in a stock broker. 
 :class:`SaslSsl`, the client listener requires SASL/PLAIN over TLS (the broker talks to itself
 the same way); the controller listener stays plaintext on loopback.
 
-    python -m streams.kafka.devkafka --port 9092      # run until Ctrl-C
-    python -m streams.kafka.devkafka --fetch-only     # only fetch the jars
+    python deploy/kafka/devkafka.py --port 9092      # run until Ctrl-C (or: spotsched dev kafka)
+    python deploy/kafka/devkafka.py --fetch-only     # only fetch the jars
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from aiokafka.errors import KafkaError
 
 KAFKA_VERSION = "4.0.2"
 HOME_ENV = "SPOTSCHED_KAFKA_HOME"
-DEPLOY_DIR = Path(__file__).resolve().parents[2] / "deploy" / "kafka"
+DEPLOY_DIR = Path(__file__).resolve().parent
 JVM_OPTS = ("-Xms256m", "-Xmx512m", "-Djava.awt.headless=true")
 
 
@@ -394,7 +394,7 @@ def serve(port: int = 9092, data_dir: Path | None = None) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: run a development broker, or only fetch its jars."""
     parser = argparse.ArgumentParser(
-        prog="python -m streams.kafka.devkafka",
+        prog="python deploy/kafka/devkafka.py",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

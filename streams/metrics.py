@@ -1,11 +1,11 @@
 """Prometheus metrics of a scheduler worker, computed from what the pipeline's stages give out.
 
-:class:`PipelineMetrics` observes each message's outcome (:meth:`PipelineMetrics.observe`): the
-events the stages published, the messages they rejected, and the engine's slot decisions. The
-figures are pure functions of those (:func:`job_figures`, :func:`deadline_risk`,
-:func:`projected_completion`, :func:`reason_kind`, :func:`epoch_lag`); the forecast errors are
-those of the forecasters the schedulers plan on. docs/operations.md lists every metric and
-alert.
+:class:`PipelineMetrics` observes how a stage handled each message
+(:meth:`PipelineMetrics.observe`): the events the stages published, the messages they rejected,
+and the engine's slot decisions. The figures are pure functions of those (:func:`job_figures`,
+:func:`deadline_risk`, :func:`projected_completion`, :func:`reason_kind`, :func:`epoch_lag`);
+the forecast errors are those of the forecasters the schedulers plan on. docs/operations.md
+lists every metric and alert.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from streams.contract import (
     PublishedForecast,
     ReleaseCause,
 )
-from streams.pipeline.driver import Outcome, is_stage_error
+from streams.pipeline.driver import Handling, is_stage_error
 from streams.pipeline.stage import Message, RejectedEvent
 
 OUTCOMES: tuple[str, ...] = get_args(ReleaseCause)
@@ -302,21 +302,21 @@ class PipelineMetrics:
         """``policy`` with its solve time observed in ``spotsched_solve_seconds``."""
         return TimedPolicy(policy, self.solve_seconds)
 
-    def observe(self, stage: str, message: Message, outcome: Outcome) -> None:
+    def observe(self, stage: str, message: Message, handling: Handling) -> None:
         """What one message made ``stage`` do."""
         self.events_consumed.labels(message.topic).inc()
-        if isinstance(outcome.event, PriceTick | AvailabilityTick | MarketBoundary):
-            self._advance(outcome.event.event_time.timestamp())
-        for fault in outcome.faults:
+        if isinstance(handling.event, PriceTick | AvailabilityTick | MarketBoundary):
+            self._advance(handling.event.event_time.timestamp())
+        for fault in handling.faults:
             self.stage_errors.labels(fault.stage, type(fault.error).__name__).inc()
-        for rejected in outcome.rejections:
+        for rejected in handling.rejections:
             if is_stage_error(rejected.error):
                 self.stage_errors.labels(stage, type(rejected.error).__name__).inc()
             self.dead_letters.labels(message.topic, reason_kind(rejected.error)).inc()
-        for event in outcome.outputs:
+        for event in handling.outputs:
             self._published(stage, event)
-        decisions = [d for d in outcome.outputs if isinstance(d, ProvisioningDecision)]
-        for decided in outcome.decided:
+        decisions = [d for d in handling.outputs if isinstance(d, ProvisioningDecision)]
+        for decided in handling.decided:
             self.jobs.decided(message.partition, decided, decisions)
         if decisions:
             self.last_decision.set(self.clock())

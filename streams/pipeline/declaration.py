@@ -39,7 +39,7 @@ from streams.contract import (
 from streams.contract.headers import Headers
 from streams.kafka.partitions import partition_for
 from streams.pipeline.coordinator import EpochCoordinator
-from streams.pipeline.driver import Outcome, dead_letter
+from streams.pipeline.driver import Handling, dead_letter
 from streams.pipeline.market_stage import DEFAULT_MAX_FUTURE_SKEW_SECONDS, MarketStage
 from streams.pipeline.scheduler import PartitionScheduler
 from streams.pipeline.stage import Stage
@@ -153,15 +153,15 @@ class Send:
     headers: Headers
 
 
-def sends(spec: StageSpec, outcome: Outcome, topics: Topics,
+def sends(spec: StageSpec, handling: Handling, topics: Topics,
           partitions: Mapping[str, int]) -> Iterator[Send]:
-    """Every message ``outcome`` writes, by ``spec``'s routes (``partitions``: each topic's
+    """Every message ``handling`` writes, by ``spec``'s routes (``partitions``: each topic's
     partition count by name); rejected messages go to the dead letters."""
-    for event in outcome.outputs:
+    for event in handling.outputs:
         yield from _routed(event, spec.name, [
             (getattr(topics, route.topic), route.fan_out) for route in spec.targets(event)],
             partitions)
-    for rejected in outcome.rejections:
+    for rejected in handling.rejections:
         yield from _routed(dead_letter(rejected), spec.name,
                            [(getattr(topics, DEAD_LETTERS), False)], partitions)
 

@@ -1,5 +1,5 @@
-"""Messages into a stage, outcomes out: the one code path of the Kafka worker (live and while it
-rebuilds a stage from the log) and of the in-memory pipeline.
+"""Messages into a stage, how it handled each out: the one code path of the Kafka worker (live
+and while it rebuilds a stage from the log) and of the in-memory pipeline.
 
 A message is decoded, checked to be of a type the stage takes and to carry its event's key, and
 handled. Whatever fails on the way — bad bytes, a schema violation, a key that does not fit,
@@ -17,8 +17,8 @@ from streams.pipeline.stage import Fault, Message, RejectedEvent, Rejection, Sta
 
 
 @dataclass
-class Outcome:
-    """What one message made a stage do."""
+class Handling:
+    """How a stage handled one message: what it made the stage do."""
 
     event: Envelope | None = None
     """The decoded message, when the stage took it."""
@@ -34,23 +34,23 @@ class Driver:
     def __init__(self, stage: Stage) -> None:
         self.stage = stage
 
-    def process(self, message: Message) -> Outcome:
+    def process(self, message: Message) -> Handling:
         try:
             event = self._decode(message)
             results = self.stage.handle(event, message)
         except Exception as exc:
-            return Outcome(rejections=[Rejection(message, exc)])
-        outcome = Outcome(event=event)
+            return Handling(rejections=[Rejection(message, exc)])
+        handling = Handling(event=event)
         for result in results:
             if isinstance(result, Rejection):
-                outcome.rejections.append(result)
+                handling.rejections.append(result)
             elif isinstance(result, Fault):
-                outcome.faults.append(result)
+                handling.faults.append(result)
             elif isinstance(result, SlotDecision):
-                outcome.decided.append(result)
+                handling.decided.append(result)
             else:
-                outcome.outputs.append(result)
-        return outcome
+                handling.outputs.append(result)
+        return handling
 
     def _decode(self, message: Message) -> Envelope:
         if message.value is None:

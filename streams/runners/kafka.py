@@ -36,7 +36,7 @@ from streams.pipeline.declaration import (
     sends,
     settings_topics,
 )
-from streams.pipeline.driver import Driver, Outcome, dead_letter, is_stage_error
+from streams.pipeline.driver import Driver, Handling, dead_letter, is_stage_error
 from streams.pipeline.stage import Message
 from streams.runners.memory import Observer
 from streams.runners.tick_consumer import TickConsumer
@@ -62,7 +62,7 @@ def create_app(settings: Settings, registry: CollectorRegistry | None = None) ->
         slot_seconds=settings.slot_seconds, started=time.time())
     config = PipelineConfig(catalogue, settings.slot_seconds, settings.policy_spec(),
                             settings.max_future_skew_seconds, timed=metrics.timed)
-    runner = KafkaRunner(app, settings, config, (metrics, LoggedOutcomes()))
+    runner = KafkaRunner(app, settings, config, (metrics, HandlingLog()))
     for spec in PIPELINE:
         runner.run(spec)
     return app
@@ -104,12 +104,12 @@ class KafkaRunner:
         """One message through its partition's stage; returns the deliveries of what it
         wrote."""
         assert message.partition is not None and message.offset is not None
-        outcome = (await stages.driver(message.partition, message.offset)).process(message)
+        handling = (await stages.driver(message.partition, message.offset)).process(message)
         for observer in self.observers:
-            observer.observe(spec.name, message, outcome)
+            observer.observe(spec.name, message, handling)
         return [await self._topic(out.topic).send(
                     key=out.key, value=out.value, partition=out.partition, headers=out.headers)
-                for out in sends(spec, outcome, self.settings.topics, self.partitions)]
+                for out in sends(spec, handling, self.settings.topics, self.partitions)]
 
     def _topic(self, name: str) -> faust.TopicT:
         if name not in self._topics:
@@ -117,13 +117,13 @@ class KafkaRunner:
         return self._topics[name]
 
 
-class LoggedOutcomes:
+class HandlingLog:
     """Logs what went wrong with a message: stage errors, faults and dead letters."""
 
-    def observe(self, stage: str, message: Message, outcome: Outcome) -> None:
-        for fault in outcome.faults:
+    def observe(self, stage: str, message: Message, handling: Handling) -> None:
+        for fault in handling.faults:
             log.error("stage %s: %s: %s", fault.stage, type(fault.error).__name__, fault.error)
-        for rejected in outcome.rejections:
+        for rejected in handling.rejections:
             letter = dead_letter(rejected)
             where = f"{letter.source_topic}[{letter.partition}]@{letter.offset}"
             if is_stage_error(rejected.error):

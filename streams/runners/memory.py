@@ -35,7 +35,7 @@ from streams.pipeline.declaration import (
     sends,
     topic_specs,
 )
-from streams.pipeline.driver import Driver, Outcome
+from streams.pipeline.driver import Driver, Handling
 from streams.pipeline.stage import Fault, Message
 from streams.replay import ReplayEvent
 from streams.settings import Topics
@@ -44,7 +44,7 @@ from streams.settings import Topics
 class Observer(Protocol):
     """Watches what each message made a stage do (e.g. :class:`streams.metrics.PipelineMetrics`)."""
 
-    def observe(self, stage: str, message: Message, outcome: Outcome) -> None: ...
+    def observe(self, stage: str, message: Message, handling: Handling) -> None: ...
 
 
 class MemoryPipeline:
@@ -81,11 +81,11 @@ class MemoryPipeline:
             message = self._queue.popleft()
             assert message.partition is not None
             spec = self.stages[message.topic]
-            outcome = self.drivers[message.topic, message.partition].process(message)
+            handling = self.drivers[message.topic, message.partition].process(message)
             for observer in self.observers:
-                observer.observe(spec.name, message, outcome)
-            self.faults.extend(outcome.faults)
-            for out in sends(spec, outcome, self.topics, self.partitions):
+                observer.observe(spec.name, message, handling)
+            self.faults.extend(handling.faults)
+            for out in sends(spec, handling, self.topics, self.partitions):
                 self._enqueue(out.topic, out.partition, out.key, out.value)
                 self.headers[out.topic].append(out.headers)
                 if out.topic not in self.stages:

@@ -27,7 +27,7 @@ from streams.metrics import (
     reason_kind,
 )
 from streams.pipeline import PipelineConfig, RejectedEvent
-from streams.pipeline.driver import Outcome
+from streams.pipeline.driver import Handling
 from streams.pipeline.stage import Message, Rejection
 from streams.replay import trace_events
 from streams.runners.memory import MemoryPipeline
@@ -187,7 +187,7 @@ def test_dead_letters_count_by_topic_and_kind():
 
     def reject(topic: str, error: Exception) -> None:
         message = Message(topic, b"x", b"k", 0, 0)
-        metrics.observe("scheduler", message, Outcome(rejections=[Rejection(message, error)]))
+        metrics.observe("scheduler", message, Handling(rejections=[Rejection(message, error)]))
 
     reject("a", EventError("bad"))
     reject("a", RejectedEvent("late"))

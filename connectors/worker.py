@@ -24,7 +24,7 @@ from connectors.sim import SimConnector, market_cloud, synthetic_cloud
 from connectors.store import AppliedKeys, Journal
 from solver.market import MarketTicks
 from solver.synthetic import SyntheticMarketSpec
-from streams.runtime import serve_metrics
+from streams.runtime import run_until_stopped, serve_metrics
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -121,15 +121,7 @@ class ConnectorWorker:
         """Serve until SIGINT or SIGTERM, with /metrics on the settings' host and port unless
         the port is 0."""
         serve_metrics(self.settings, self.registry)
-
-        async def main() -> None:
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(signum, stop.set)
-            await self.serve(stop)
-
-        asyncio.run(main())
+        run_until_stopped(self.serve)
         log.info("connector %s stopped", self.options.name)
 
 

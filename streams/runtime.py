@@ -1,5 +1,5 @@
 """What every long-running spotsched process shares: logs that stay readable when something
-keeps failing, and the Prometheus endpoint.
+keeps failing, the Prometheus endpoint, and a stop on SIGINT or SIGTERM.
 
 Repeated log records are rate-limited: a broker outage makes the Kafka clients log the same
 error many times a second, so the :class:`RateLimit` filter lets one record of each kind
@@ -10,10 +10,12 @@ Records below WARNING pass untouched.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,3 +99,17 @@ def serve_metrics(settings: Settings, registry: CollectorRegistry) -> Any:
             f"metrics_host:metrics_port (SPOTSCHED_METRICS_HOST, SPOTSCHED_METRICS_PORT) = "
             f"{settings.metrics_host}:{settings.metrics_port}: cannot serve /metrics there "
             f"({exc.strerror or exc})") from None
+
+
+def run_until_stopped(serve: Callable[[asyncio.Event], Awaitable[None]]) -> None:
+    """Run ``serve(stop)`` in a new event loop, where SIGINT or SIGTERM sets ``stop``: the
+    service finishes what it has in hand, closes what it opened and returns."""
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        await serve(stop)
+
+    asyncio.run(main())

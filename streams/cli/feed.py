@@ -122,9 +122,9 @@ def _serve_feed(settings: Settings, markets: list[Market], source: PriceSource,
     from prometheus_client import CollectorRegistry
 
     from streams.feeds.base import FeedError
-    from streams.feeds.runner import FeedRunner, serve
+    from streams.feeds.runner import FeedRunner
     from streams.kafka.topics import ensure_topics
-    from streams.runtime import serve_metrics
+    from streams.runtime import run_until_stopped, serve_metrics
 
     logging.basicConfig(level=log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -136,6 +136,6 @@ def _serve_feed(settings: Settings, markets: list[Market], source: PriceSource,
     except (ValueError, OSError, KafkaError) as exc:
         fail(exc)
     try:
-        serve(runner)
+        run_until_stopped(runner.run)
     except (FeedError, KafkaError, OSError) as exc:
         fail(exc, 1)

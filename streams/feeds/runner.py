@@ -185,15 +185,3 @@ class FeedRunner:
                 os.kill(os.getpid(), signal.SIGKILL)
         await asyncio.gather(*pending)
 
-
-def serve(runner: FeedRunner) -> None:
-    """Run until ``until`` is reached, or SIGINT/SIGTERM (which finish the round in hand)."""
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
-        await runner.run(stop)
-
-    asyncio.run(main())

@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from streams.contract import JobEvent
 
 from streams.cli.app import app
 from streams.cli.common import broker_logging, command_settings
 from streams.cli.errors import console, fail
 from streams.cli.options import Broker
+
+
+def _publish(bootstrap_servers: str | None, events: Callable[[], list[JobEvent]]) -> int:
+    """Build the job events, then publish them; a bad event or an unreachable broker exits
+    with a one-line error."""
+    import asyncio
+
+    from streams.kafka.clients import publish_job_events
+    from streams.kafka.connect import BrokerError
+
+    settings = command_settings(bootstrap_servers=bootstrap_servers)
+    broker_logging()
+    try:
+        return asyncio.run(publish_job_events(settings, events()))
+    except (ValueError, BrokerError) as exc:
+        fail(exc)
 
 
 @app.command()
@@ -20,22 +40,17 @@ def submit(
     bootstrap_servers: Broker = None,
 ) -> None:
     """Validate jobs against the event contract and publish their submissions."""
-    import asyncio
-    import time
 
-    from streams.kafka.clients import publish_job_events
-    from streams.kafka.connect import BrokerError
-    from streams.replay import submission
-    from streams.traces.jobs_file import load_jobs
+    def submissions() -> list[JobEvent]:
+        import time
 
-    settings = command_settings(bootstrap_servers=bootstrap_servers)
-    broker_logging()
-    try:
+        from streams.replay import submission
+        from streams.traces.jobs_file import load_jobs
+
         now = time.time()
-        events = [submission(job, min(now, job.release)) for job in load_jobs(jobs)]
-        count = asyncio.run(publish_job_events(settings, events))
-    except (ValueError, BrokerError) as exc:
-        fail(exc)
+        return [submission(job, min(now, job.release)) for job in load_jobs(jobs)]
+
+    count = _publish(bootstrap_servers, submissions)
     console.print(f"published {count} job submissions")
 
 
@@ -46,23 +61,18 @@ def cancel(
     bootstrap_servers: Broker = None,
 ) -> None:
     """Publish a job cancellation."""
-    import asyncio
-    import time
 
-    from pydantic import ValidationError
+    def cancellation() -> list[JobEvent]:
+        import time
 
-    from streams.contract import JobCancelled, describe_validation_error
-    from streams.kafka.clients import publish_job_events
-    from streams.kafka.connect import BrokerError
+        from pydantic import ValidationError
 
-    settings = command_settings(bootstrap_servers=bootstrap_servers)
-    broker_logging()
-    try:
-        event = JobCancelled(event_time=time.time(), job_id=job_id, reason=reason)
-    except ValidationError as exc:
-        fail(ValueError(describe_validation_error(exc)))
-    try:
-        asyncio.run(publish_job_events(settings, [event]))
-    except (ValueError, BrokerError) as exc:
-        fail(exc)
+        from streams.contract import JobCancelled, describe_validation_error
+
+        try:
+            return [JobCancelled(event_time=time.time(), job_id=job_id, reason=reason)]
+        except ValidationError as exc:
+            raise ValueError(describe_validation_error(exc)) from None
+
+    _publish(bootstrap_servers, cancellation)
     console.print(f"cancelled {job_id}")

@@ -76,7 +76,6 @@ class Settings(BaseSettings):
     broker_timeout_seconds: float = Field(
         300.0, gt=0,
         description="How long clients wait out an unreachable broker before failing")
-    web_port: int = Field(6066, ge=1, le=65535, description="Port of the Faust web server")
     data_dir: Path = Field(Path(".spotsched"), description="Worker's local state directory")
 
     @field_validator("bootstrap_servers")

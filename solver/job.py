@@ -14,7 +14,7 @@ TIME_FIELDS = frozenset({"release", "soft_deadline", "hard_deadline"})
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """A deadline-bound job (DESIGN §2).
+    """A deadline-bound job.
 
     Times are Unix seconds. ``workload`` is in work units (e.g. reference GPU-hours);
     throughput is ``H(n) = alpha * n + beta`` work units per hour for ``n >= 1`` instances and

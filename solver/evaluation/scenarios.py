@@ -1,7 +1,7 @@
 """Evaluation scenarios: seeded windows of market ticks, each with the jobs to run in it.
 
-* ``cant-be-late`` sets up the Can't Be Late experiment (DESIGN §5): slots are the trace's
-  ticks (``tick_slots``), windows of ``window_ticks`` ticks start at
+* ``cant-be-late`` sets up the Can't Be Late experiment as its reference simulator does: slots
+  are the trace's ticks (``tick_slots``), windows of ``window_ticks`` ticks start at
   ``sorted(random.Random(seed).sample(range(n_ticks - window_ticks + 1), windows))``, and each
   window holds one single-instance job per market, confined to that market: ``work`` hours of
   work (``alpha = 1``, ``beta = 0``) due ``deadline`` hours after the window starts, with soft

@@ -1,4 +1,5 @@
-"""The scheduling program of DESIGN §2 as a mixed-integer linear program.
+"""The scheduling program as a mixed-integer linear program (docs/solver.md, "The integer
+program").
 
 Over the slots of some market data (the whole trace for the offline optimum, a forecast window
 for Committed Horizon Control), for each job ``j`` and slot ``t`` in which it is active, and

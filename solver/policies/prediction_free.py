@@ -1,4 +1,4 @@
-"""The prediction-free policy (DESIGN §2, algorithm 3): a deadline-aware threshold rule.
+"""The prediction-free policy: a deadline-aware threshold rule that needs no forecast.
 
 Per job, at each boundary, with ``R`` the time on-demand at ``n_max`` still needs for the
 remaining work and ``D`` the target deadline (:meth:`solver.job.Job.target_deadline`):

@@ -1,4 +1,4 @@
-"""Online policy selection (DESIGN §2, algorithm 4): one pool member per job, learned online.
+"""Online policy selection: one pool member per job, the choice learned online.
 
 Rounds are jobs. When a job first appears, the learner draws a member from the pool with a
 seeded RNG, and that member decides for the job until it ends. Members cannot see each other's

@@ -134,7 +134,7 @@ class ConnectorRuntime:
                     try:
                         await self._handle(message, stop)
                     except _Stopped:
-                        return
+                        return  # while retrying: applied again after a restart
                     await retrying(
                         lambda p=partition, m=message: consumer.commit({p: m.offset + 1}),
                         self.settings, f"connector {self.connector.name} committing")

@@ -1,11 +1,11 @@
 """What the engine decided at one slot boundary, and why.
 
 :meth:`solver.engine.Engine.decide` returns a :class:`SlotDecision`: the observation the policy
-was given, every active job's allocation, the jobs it failed, and the jobs that left since the
-last boundary. :meth:`SlotDecision.explain` says, per job, what an operator needs to read the
-decision alone: the bill it expects, the slack it saw, and the forecast of its market it was
-made on. The simulator, the streaming decision encoder and the metrics all read this one
-value.
+was given, every active job's allocation, the jobs it failed (and what the policy raised), and
+the jobs that left since the last boundary. :meth:`SlotDecision.explain` says, per job, what an
+operator needs to read the decision alone: the bill it expects, the slack it saw, and the
+forecast of its market it was made on. The simulator, the streaming decision encoder and the
+metrics all read this one value.
 """
 
 from __future__ import annotations
@@ -59,12 +59,15 @@ class SlotDecision:
 
     ``allocations`` has every active job the policy decided (zero instances when idle), in
     spot-priority order; ``departures`` the jobs that left since the last boundary (those
-    decided then and not now) and the jobs failed now (``outcome`` ``failed``, ``reason`` why).
+    decided then and not now) and the jobs failed now (``outcome`` ``failed``, ``reason`` why);
+    ``policy_errors`` what the policy raised deciding the jobs together, when the engine then
+    decided them one by one (``isolate_failures``).
     """
 
     observation: Observation
     allocations: Mapping[str, Allocation]
     departures: Mapping[str, Departure]
+    policy_errors: tuple[Exception, ...] = ()
 
     def explain(self, job_id: str) -> Explanation:
         """The explanation of an allocated job's decision (computed when asked)."""

@@ -268,7 +268,8 @@ class Engine:
         validated allocation (zero instances for the jobs the policy leaves idle) and the jobs
         that left since the last boundary. ``outlooks``: the markets' forecasts at this
         boundary (default: this engine's forecasters'). With ``isolate_failures``, jobs the
-        policy cannot decide are failed instead (departures with outcome ``failed``)."""
+        policy cannot decide are failed instead (departures with outcome ``failed``), and what
+        it raised deciding the jobs together is kept in the decision's ``policy_errors``."""
         if self._pending is not None:
             raise RuntimeError(f"slot {self.slot} was decided but not settled")
         failures: dict[str, str] = {}
@@ -278,12 +279,14 @@ class Engine:
         if outlooks is None:
             outlooks = self.own_outlooks()
         obs = self._observe(active, *now, outlooks)
+        errors: list[Exception] = []
         try:
             answer = self._ask(obs)
-        except Exception:
+        except Exception as exc:
             if not self.isolate_failures:
                 raise
-            answer = self._isolate(obs, failures)
+            errors.append(exc)
+            answer = self._isolate(obs, failures, errors)
             active = [s for s in active if not s.finished]
             obs = self._observe(active, *now, outlooks)
         requests: list[tuple[JobState, Allocation | None]] = []
@@ -303,7 +306,7 @@ class Engine:
             if job_id not in decided and job_id not in failures:
                 departures[job_id] = Departure(previous.market, self._states[job_id].outcome)
         self._decided = dict(decided)
-        return SlotDecision(obs, decided, departures)
+        return SlotDecision(obs, decided, departures, tuple(errors))
 
     def _observe(self, jobs: list[JobState], price_now: np.ndarray,
                  availability_now: np.ndarray, outlooks: Outlooks) -> Observation:
@@ -339,11 +342,12 @@ class Engine:
                 requests[view.id] = request
         return requests
 
-    def _isolate(self, obs: Observation, failures: dict[str, str]) -> dict[str, Allocation]:
+    def _isolate(self, obs: Observation, failures: dict[str, str],
+                 errors: list[Exception]) -> dict[str, Allocation]:
         """The policy failed on the jobs of ``obs`` together: ask it about each job alone, fail
         the jobs it fails on (into ``failures``, with why), then decide the others together
-        again. Should that fail too, each runs what it was answered alone (spot beyond capacity
-        is refused at settlement)."""
+        again. Should that fail too (into ``errors``), each runs what it was answered alone
+        (spot beyond capacity is refused at settlement)."""
         alone: dict[str, Allocation] = {}
         for view in obs.jobs:
             try:
@@ -355,7 +359,8 @@ class Engine:
         rest = tuple(view for view in obs.jobs if view.id not in failures)
         try:
             return self._ask(replace(obs, jobs=rest))
-        except Exception:
+        except Exception as exc:
+            errors.append(exc)
             return alone
 
     def _idle(self, state: JobState) -> Allocation:

@@ -113,7 +113,7 @@ class FeedRunner:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self.options.poll_seconds)
         except FeedStopped:
-            pass
+            log.info("%s feed stopped while waiting to retry", self.source.name)
         finally:
             await producer.stop()
             await view.stop()

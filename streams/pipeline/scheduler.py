@@ -43,6 +43,7 @@ from streams.contract import (
 from streams.pipeline.decisions import DecidedSlot, release, run_or_idle
 from streams.pipeline.outlooks import PendingForecasts
 from streams.pipeline.stage import (
+    Fault,
     Message,
     RejectedEvent,
     StageOutput,
@@ -211,7 +212,8 @@ class PartitionScheduler:
         out = self._due(boundary)
         decided = engine.decide(np.array(event.price_now), np.array(event.availability_now),
                                 self._forecasts.take(boundary, engine.own_outlooks))
-        return [*out, *self._decisions(engine, decided, event), decided]
+        faults = [Fault(self.name, error) for error in decided.policy_errors]
+        return [*out, *faults, *self._decisions(engine, decided, event), decided]
 
     def _decisions(self, engine: Engine, decided: SlotDecision,
                    event: EpochClosed) -> list[StageOutput]:

@@ -162,7 +162,7 @@ def float_column(table: CsvTable, name: str, *, strict: bool = False) -> np.ndar
         if np.all(np.isfinite(parsed) & ((parsed > 0) if strict else (parsed >= 0))):
             return parsed
     except ValueError:
-        pass
+        pass  # the value-by-value parse below names the bad value
     return np.array(
         [number(v, table.path, table.where(i), name, strict=strict) for i, v in enumerate(values)]
     )
@@ -176,7 +176,7 @@ def count_column(table: CsvTable, name: str) -> np.ndarray:
         if np.all(parsed >= 0):
             return parsed
     except (ValueError, OverflowError):
-        pass
+        pass  # the value-by-value parse below names the bad value
     return np.array(
         [count(v, table.path, table.where(i), name) for i, v in enumerate(values)], dtype=np.int64
     )

@@ -49,6 +49,8 @@ def test_the_culprit_is_failed_and_the_others_are_decided_together(policy):
     (failed,) = decided.departures.values()
     assert list(decided.departures) == ["b"] and failed.outcome == "failed"
     assert "failed on it" in failed.reason
+    (together,) = decided.policy_errors  # what it raised on the three jobs together
+    assert isinstance(together, ArithmeticError if policy.bad else PolicyError)
     state = e.job_state("b")
     assert state.finished and state.failure == failed.reason and state.held is None
     assert state.outcome == "failed"
@@ -65,6 +67,11 @@ def test_when_only_the_whole_fails_each_job_runs_what_it_was_answered_alone():
     decided = e.decide(*NOW)
     assert decided.allocations == {k: Allocation(0, 0, 1) for k in "abc"}
     assert decided.departures == {}
+    assert [str(e) for e in decided.policy_errors] == ["no plan", "no plan"]  # twice together
+
+
+def test_a_policy_that_decides_every_job_together_raised_nothing():
+    assert engine(Picky()).decide(*NOW).policy_errors == ()
 
 
 def test_a_failed_job_can_be_failed_only_once_and_a_finished_one_not_at_all():

@@ -184,6 +184,8 @@ def test_a_job_the_policy_fails_on_is_failed_and_the_others_decided_as_without_i
     (rejected,) = [r for r in out if isinstance(r, Rejection)]
     assert rejected.message.value == dump_event(events[2])
     assert f"job {bad.id!r} failed at epoch {failed[0]}" in str(rejected.error)
+    (fault,) = [o for o in out if isinstance(o, Fault)]  # raised on every job together, once
+    assert fault.stage == "scheduler" and isinstance(fault.error, ZeroDivisionError)
 
 
 def test_a_job_whose_decision_cannot_be_built_is_failed(market, epochs, monkeypatch):

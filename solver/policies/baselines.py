@@ -13,9 +13,9 @@ from solver.job import Allocation
 from solver.observation import Decision, JobView, Observation
 from solver.policies.common import (
     cheapest_on_demand_count,
-    claim,
     must_use_on_demand,
     on_demand,
+    one_by_one,
     spot,
 )
 
@@ -45,13 +45,7 @@ class SpotOnly:
     name = "spot-only"
 
     def decide(self, obs: Observation) -> Decision:
-        left = np.array(obs.availability_now)
-        out: dict[str, Allocation] = {}
-        for view in obs.jobs:
-            if (a := spot(obs, view, left)) is not None:
-                out[view.id] = a
-                claim(left, a)
-        return out
+        return one_by_one(obs, lambda view, left: spot(obs, view, left))
 
 
 class Greedy:
@@ -61,15 +55,12 @@ class Greedy:
     name = "greedy"
 
     def decide(self, obs: Observation) -> Decision:
-        left = np.array(obs.availability_now)
-        out: dict[str, Allocation] = {}
-        for view in obs.jobs:
+        def rule(view: JobView, left: np.ndarray) -> Allocation | None:
             if must_use_on_demand(obs, view):
-                out[view.id] = on_demand(obs, view)
-            elif (a := spot(obs, view, left)) is not None:
-                out[view.id] = a
-                claim(left, a)
-        return out
+                return on_demand(obs, view)
+            return spot(obs, view, left)
+
+        return one_by_one(obs, rule)
 
 
 class UniformProgress:
@@ -84,22 +75,18 @@ class UniformProgress:
     name = "uniform-progress"
 
     def decide(self, obs: Observation) -> Decision:
-        left = np.array(obs.availability_now)
-        out: dict[str, Allocation] = {}
-        for view in obs.jobs:
+        def rule(view: JobView, left: np.ndarray) -> Allocation | None:
             if must_use_on_demand(obs, view):
-                out[view.id] = on_demand(obs, view)
-                continue
+                return on_demand(obs, view)
             behind = _behind_uniform_line(obs, view)
             choice = spot(obs, view, left)
-            if choice is not None:
-                claim(left, choice)
-                if behind and choice.spot < view.job.n_max:
-                    choice = Allocation(choice.market, choice.spot, view.job.n_max - choice.spot)
-                out[view.id] = choice
-            elif behind:
-                out[view.id] = on_demand(obs, view)
-        return out
+            if choice is None:
+                return on_demand(obs, view) if behind else None
+            if behind and choice.spot < view.job.n_max:
+                return Allocation(choice.market, choice.spot, view.job.n_max - choice.spot)
+            return choice
+
+        return one_by_one(obs, rule)
 
 
 def _behind_uniform_line(obs: Observation, view: JobView) -> bool:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from solver.job import Allocation
 from solver.market import SECONDS_PER_HOUR
-from solver.observation import JobView, Observation
+from solver.observation import Decision, JobView, Observation
 
 
 def must_use_on_demand(obs: Observation, view: JobView) -> bool:
@@ -65,6 +66,21 @@ def claim(left: np.ndarray, choice: Allocation | None) -> None:
     """Take ``choice``'s spot out of ``left``, the spot still unclaimed per market."""
     if choice is not None:
         left[choice.market] -= min(choice.spot, int(left[choice.market]))
+
+
+def one_by_one(obs: Observation,
+               rule: Callable[[JobView, np.ndarray], Allocation | None]) -> Decision:
+    """Each job in spot-priority order, decided by ``rule`` from the spot the jobs before it
+    left unclaimed (per market, which ``rule`` must not change); ``None`` leaves the job idle.
+    The spot of each allocation is claimed before the next job is decided."""
+    left = np.array(obs.availability_now)
+    out: dict[str, Allocation] = {}
+    for view in obs.jobs:
+        choice = rule(view, left)
+        if choice is not None:
+            claim(left, choice)
+            out[view.id] = choice
+    return out
 
 
 def cheapest_on_demand_count(obs: Observation, view: JobView, deadline: float) -> int:

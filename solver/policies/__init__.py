@@ -5,9 +5,10 @@ recommended policy's name stays light."""
 
 from typing import Any
 
-from solver.policies.spec import RECOMMENDED, PolicySpec
+from solver.policies.spec import POLICY_NAMES, RECOMMENDED, PolicySpec
 
-__all__ = ["HINDSIGHT", "POLICIES", "RECOMMENDED", "PolicySpec", "check_spec", "make_policy"]
+__all__ = ["HINDSIGHT", "POLICIES", "POLICY_NAMES", "RECOMMENDED", "PolicySpec", "check_spec",
+           "make_policy"]
 
 
 def __getattr__(name: str) -> Any:

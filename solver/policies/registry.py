@@ -18,7 +18,7 @@ from solver.policies.optimum import Optimum
 from solver.policies.prediction_free import PredictionFree
 from solver.policies.risk_aware import RiskAware
 from solver.policies.selection import PolicySelection
-from solver.policies.spec import ParamValue, PolicySpec
+from solver.policies.spec import POLICY_NAMES, ParamValue, PolicySpec
 
 POLICIES: dict[str, Callable[..., Policy]] = {
     cls.name: cls
@@ -26,6 +26,10 @@ POLICIES: dict[str, Callable[..., Policy]] = {
                 CommittedHorizonControl, RiskAware, PolicySelection, Optimum)
 }
 """Policy classes by name, in report order."""
+
+if tuple(POLICIES) != POLICY_NAMES:
+    raise RuntimeError(f"POLICY_NAMES {POLICY_NAMES} do not name the registered policies "
+                       f"{tuple(POLICIES)} in order")
 
 HINDSIGHT = frozenset({Optimum.name})
 """Policies that plan with the whole market data and workload: yardsticks, not online."""

@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
+    from solver.market import MarketTicks
     from streams.settings import Settings
 
-from solver.market import MarketTicks
-from solver.policies import POLICIES
-from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
+from solver.policies.spec import POLICY_NAMES
 from streams.cli.errors import fail
 from streams.cli.options import check_policies
 
@@ -43,6 +42,8 @@ def market_ticks(
 ) -> tuple[list[MarketTicks], str]:
     """The ticks of the trace files, or of the synthetic market, and a name for them; a bad
     one exits with a one-line error."""
+    from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
+
     try:
         if traces:
             return (load_trace_files(traces, on_demand_price, prices),
@@ -74,5 +75,5 @@ def broker_logging(level: str = "WARNING") -> None:
 
 Policies = Annotated[list[str] | None, typer.Option(
     "--policy", callback=check_policies,
-    help=f"Policy NAME[:key=value,...] to run; repeat for more. Names: {', '.join(POLICIES)}. "
+    help=f"Policy NAME[:key=value,...] to run; repeat for more. Names: {', '.join(POLICY_NAMES)}. "
     f"Default: {', '.join(DEFAULT_POLICIES)}.")]

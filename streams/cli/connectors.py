@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from solver.synthetic import SyntheticMarketSpec
 from streams.cli.app import app
 from streams.cli.common import broker_logging, command_settings, load_trace_files
 from streams.cli.errors import fail
@@ -66,6 +65,7 @@ def connector(
     import logging
 
     from connectors.worker import ConnectorWorker, WorkerOptions, parse_image_ids
+    from solver.synthetic import SyntheticMarketSpec
     from streams.kafka.connect import BrokerError
 
     broker_logging(log_level)

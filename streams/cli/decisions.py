@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from solver.market import SECONDS_PER_HOUR
 from streams.cli.app import app
 from streams.cli.common import broker_logging, command_settings
 from streams.cli.errors import console, fail
@@ -26,6 +25,7 @@ def decisions(
 
     from rich.table import Table
 
+    from solver.market import SECONDS_PER_HOUR
     from streams.contract import dump_event
     from streams.kafka.clients import read_decisions
     from streams.kafka.connect import BrokerError

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from solver.evaluation.scenarios import CantBeLateSpec
+if TYPE_CHECKING:
+    from solver.evaluation.scenarios import CantBeLateSpec
+
 from streams.cli.app import app
 from streams.cli.common import market_ticks
 from streams.cli.errors import console, fail
@@ -87,6 +89,8 @@ def evaluate(
 def _cant_be_late_spec(work: float | None, deadlines: list[float] | None,
                        overheads: list[float] | None) -> CantBeLateSpec:
     """The Can't Be Late tasks and overheads the flags ask for (the defaults where silent)."""
+    from solver.evaluation.scenarios import CantBeLateSpec
+
     default = CantBeLateSpec()
     tasks = default.tasks
     if work is not None or deadlines:

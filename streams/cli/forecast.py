@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from solver.forecast.registry import DEFAULT_AVAILABILITY_MODEL, DEFAULT_PRICE_MODEL
-from solver.market import MarketData, build_market_data
+if TYPE_CHECKING:
+    from solver.market import MarketData
+
 from streams.cli.app import app
 from streams.cli.common import load_trace_files
 from streams.cli.errors import console, fail
@@ -30,10 +31,10 @@ def forecast_report(
     horizon: Annotated[list[int] | None, typer.Option(
         help="Horizon in slots to report; repeat for more. Default: 1, 6, 12, 24.",
         callback=positive_count)] = None,
-    price_model: Annotated[str, typer.Option(
-        help="Price forecaster.")] = DEFAULT_PRICE_MODEL,
-    availability_model: Annotated[str, typer.Option(
-        help="Availability forecaster.")] = DEFAULT_AVAILABILITY_MODEL,
+    price_model: Annotated[str | None, typer.Option(
+        help="Price forecaster. Default: the one the workers plan on.")] = None,
+    availability_model: Annotated[str | None, typer.Option(
+        help="Availability forecaster. Default: the one the workers plan on.")] = None,
     json_file: Annotated[Path | None, writes_file("Write the JSON report.", "--json")] = None,
     plots: Annotated[Path | None, writes_dir("Folder for the plots.")] = None,
     on_demand_price: OnDemandPrice = None,
@@ -41,14 +42,16 @@ def forecast_report(
 ) -> None:
     """Forecast accuracy of the price and availability models against baselines, per market
     and horizon, by progressive validation over the traces."""
-    from solver.forecast import DEFAULT_HORIZONS
+    from solver.forecast import DEFAULT_AVAILABILITY_MODEL, DEFAULT_HORIZONS, DEFAULT_PRICE_MODEL
+    from solver.market import build_market_data
     from streams.reports.forecast import run_forecast_report
 
     try:
         data = build_market_data(load_trace_files(trace, on_demand_price, prices), slot_seconds)
         horizons = _check_horizons(data, horizon or DEFAULT_HORIZONS)
         run_forecast_report(data, horizons, json_file, plots, True,
-                            price_model=price_model, availability_model=availability_model,
+                            price_model=price_model or DEFAULT_PRICE_MODEL,
+                            availability_model=availability_model or DEFAULT_AVAILABILITY_MODEL,
                             console=console)
     except ValueError as exc:
         fail(exc)

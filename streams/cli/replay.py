@@ -9,11 +9,10 @@ import typer
 
 if TYPE_CHECKING:
     from solver.evaluation.compare import PolicySummary
+    from solver.job import Job
+    from solver.market import MarketData, MarketTicks
     from solver.simulator import SimulationResult
 
-from solver.job import Job
-from solver.market import MarketData, MarketTicks, build_market_data
-from solver.workload import WorkloadSpec, generate_jobs
 from streams.cli.app import app
 from streams.cli.common import (
     DEFAULT_POLICIES,
@@ -124,6 +123,8 @@ def replay(
 def _replay_inputs(ticks: list[MarketTicks], slot_seconds: float, jobs: Path | None,
                    n_jobs: int, seed: int, fixed_count: bool) -> tuple[MarketData, list[Job]]:
     """The market data and the workload of a replay: the --jobs file or generated jobs."""
+    from solver.market import build_market_data
+    from solver.workload import WorkloadSpec, generate_jobs
     from streams.traces.jobs_file import load_jobs
 
     try:

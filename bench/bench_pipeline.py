@@ -64,7 +64,7 @@ def start_worker(settings: Settings, workdir: Path) -> subprocess.Popen[bytes]:
         env[f"SPOTSCHED_TOPICS__{name.upper()}"] = getattr(settings.topics, name)
     log = (workdir / f"{settings.app_id}.log").open("wb")
     return subprocess.Popen(
-        [sys.executable, "-m", "streams", "worker", "--markets", str(settings.markets_file),
+        [sys.executable, "-m", "streams", "worker", "--markets-file", str(settings.markets_file),
          "--policy", settings.policy, "--app-id", settings.app_id,
          "--data-dir", str(workdir / settings.app_id)],
         env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -1,9 +1,9 @@
 """A trace and a workload as the events a live system would publish.
 
 :func:`trace_events` orders everything by event time (a job's submission before ticks at the
-same instant), exactly what ``spotsched replay --broker`` publishes and what the in-memory
-runner (:func:`streams.runners.memory.run_in_memory`) is fed to compare a pipeline run with
-:func:`solver.simulator.simulate`.
+same instant), exactly what ``spotsched replay --bootstrap-servers`` publishes and what the
+in-memory runner (:func:`streams.runners.memory.run_in_memory`) is fed to compare a pipeline
+run with :func:`solver.simulator.simulate`.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from streams.cli.app import app
 from streams.cli.common import broker_logging, command_settings, load_trace_files
 from streams.cli.errors import fail
 from streams.cli.options import (
+    DEFAULT_LOG_LEVEL,
     Broker,
     Ec2Endpoint,
     LogLevel,
@@ -40,12 +41,12 @@ def connector(
         "--json", help="log: one JSON event per line.")] = False,
     trace: TracesOrSynthetic = None,
     seed: Seed = 0,
-    markets: SyntheticMarkets = 4,
+    synthetic_markets: SyntheticMarkets = 4,
     days: SyntheticDays = 14,
     slot_seconds: SlotSecondsSetting = None,
     availability_reports: Annotated[bool, typer.Option(
-        help="sim: also report lost spot as availability ticks (off: the market ticks "
-        "already carry the trace's availability).")] = False,
+        "--availability-reports", help="sim: also report lost spot as availability ticks "
+        "(off: the market ticks already carry the trace's availability).")] = False,
     image_id: Annotated[list[str] | None, typer.Option(
         help="aws: AMI for every region, or REGION=AMI; repeatable.")] = None,
     launch_template: Annotated[str | None, typer.Option(
@@ -58,7 +59,7 @@ def connector(
         help="aws: highest spot price in USD/h (default: the on-demand price).")] = None,
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
-    log_level: LogLevel = "INFO",
+    log_level: LogLevel = DEFAULT_LOG_LEVEL,
     kill_after_apply: Annotated[int, typer.Option(hidden=True)] = 0,
 ) -> None:
     """Run a connector on the provisioning decisions until SIGINT/SIGTERM."""
@@ -77,7 +78,7 @@ def connector(
         options = WorkerOptions(
             name=name, group=group, log_json=json_lines,
             sim_ticks=tuple(load_trace_files(trace, on_demand_price, prices)) if trace else (),
-            sim_market=SyntheticMarketSpec(seed=seed, n_markets=markets, days=days),
+            sim_market=SyntheticMarketSpec(seed=seed, n_markets=synthetic_markets, days=days),
             sim_availability_reports=availability_reports,
             aws_image_ids=parse_image_ids(image_id or []), aws_launch_template=launch_template,
             aws_regions=tuple(region or ()), aws_endpoint_url=endpoint_url,

@@ -16,7 +16,8 @@ from streams.cli.options import Broker
 def decisions(
     bootstrap_servers: Broker = None,
     json_lines: Annotated[bool, typer.Option("--json", help="One JSON event per line.")] = False,
-    follow: Annotated[bool, typer.Option(help="Keep waiting for new decisions.")] = False,
+    follow: Annotated[bool, typer.Option(
+        "--follow", help="Keep waiting for new decisions.")] = False,
     group: Annotated[str | None, typer.Option(
         help="Consumer group: resume where it left off.")] = None,
 ) -> None:

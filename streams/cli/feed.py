@@ -13,9 +13,10 @@ if TYPE_CHECKING:
     from streams.settings import Settings
 
 from streams.cli.app import app
-from streams.cli.common import command_settings, on_demand_prices
+from streams.cli.common import broker_logging, command_settings, on_demand_prices
 from streams.cli.errors import fail
 from streams.cli.options import (
+    DEFAULT_LOG_LEVEL,
     Broker,
     Ec2Endpoint,
     LogLevel,
@@ -51,7 +52,7 @@ def _utc_option(value: str | None, flag: str) -> float | None:
 
 @feed.command("aws")
 def feed_aws(
-    markets: MarketsFile = None,
+    markets_file: MarketsFile = None,
     zone: Annotated[list[str] | None, typer.Option(
         help="Availability zone to feed instead of the catalogue's; repeatable, with "
         "--instance-type.")] = None,
@@ -83,7 +84,7 @@ def feed_aws(
     metrics_host: MetricsHost = None,
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
-    log_level: LogLevel = "INFO",
+    log_level: LogLevel = DEFAULT_LOG_LEVEL,
     crash_after_ticks: Annotated[int, typer.Option(hidden=True)] = 0,
 ) -> None:
     """Publish EC2 spot prices of the catalogue's aws markets as market ticks, with heartbeats
@@ -94,7 +95,7 @@ def feed_aws(
     from streams.feeds.retry import RetryPolicy
     from streams.feeds.runner import FeedOptions
 
-    settings = command_settings(bootstrap_servers=bootstrap_servers, markets_file=markets,
+    settings = command_settings(bootstrap_servers=bootstrap_servers, markets_file=markets_file,
                          slot_seconds=slot_seconds, market_partitions=market_partitions,
                          metrics_port=metrics_port, metrics_host=metrics_host)
     try:
@@ -116,7 +117,6 @@ def _serve_feed(settings: Settings, markets: list[Market], source: PriceSource,
     """Create the market-ticks topic, serve /metrics, then publish the feed until it is
     stopped or reaches --until."""
     import asyncio
-    import logging
 
     from aiokafka.errors import KafkaError
     from prometheus_client import CollectorRegistry
@@ -126,8 +126,7 @@ def _serve_feed(settings: Settings, markets: list[Market], source: PriceSource,
     from streams.kafka.topics import ensure_topics
     from streams.runtime import run_until_stopped, serve_metrics
 
-    logging.basicConfig(level=log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    broker_logging(log_level)
     try:
         registry = CollectorRegistry()
         runner = FeedRunner(settings, markets, source, options, registry)

@@ -1,26 +1,35 @@
-"""``spotsched markets``: the market catalogue of traces."""
+"""``spotsched markets``: the market catalogue of traces, or of the synthetic market."""
 
 from __future__ import annotations
 
 import typer
 
 from streams.cli.app import app
-from streams.cli.common import load_trace_files
-from streams.cli.errors import fail
-from streams.cli.options import OnDemandPrice, PricesFile, Traces
+from streams.cli.common import market_ticks
+from streams.cli.options import (
+    OnDemandPrice,
+    PricesFile,
+    Seed,
+    SyntheticDays,
+    SyntheticMarkets,
+    TracesOrSynthetic,
+)
 
 
 @app.command()
 def markets(
-    trace: Traces,
+    trace: TracesOrSynthetic = None,
+    seed: Seed = 0,
+    synthetic_markets: SyntheticMarkets = 4,
+    days: SyntheticDays = 14,
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
 ) -> None:
-    """Print the market catalogue {market key: on-demand USD/h} of traces, for --markets."""
+    """Print a market catalogue, for --markets-file.
+
+    The catalogue is {market key: on-demand USD/h} of the traces, or of the synthetic market
+    the other commands replay by default."""
     from streams.settings import write_catalogue
 
-    try:
-        catalogue = [t.market for t in load_trace_files(trace, on_demand_price, prices)]
-    except ValueError as exc:
-        fail(exc)
-    typer.echo(write_catalogue(catalogue), nl=False)
+    ticks, _ = market_ticks(trace or [], seed, synthetic_markets, days, on_demand_price, prices)
+    typer.echo(write_catalogue([t.market for t in ticks]), nl=False)

@@ -101,11 +101,12 @@ Traces = Annotated[list[Path], typer.Option(
     dir_okay=False)]
 TracesOrSynthetic = Annotated[list[Path] | None, typer.Option(
     "--trace", help="Trace file (formats in docs/traces.md); repeat for more. Default: the "
-    "synthetic market (--seed, --markets, --days).", exists=True, dir_okay=False)]
+    "synthetic market (--seed, --synthetic-markets, --days).", exists=True, dir_okay=False)]
 Seed = Annotated[int, typer.Option(
     help="Seed of the synthetic market and the workload.", callback=non_negative)]
 SyntheticMarkets = Annotated[int, typer.Option(
-    help="Markets of the synthetic market.", callback=at_least(1, "between 1 and 8", 8))]
+    "--synthetic-markets", help="Markets of the synthetic market.",
+    callback=at_least(1, "between 1 and 8", 8))]
 SyntheticDays = Annotated[float, typer.Option(
     help="Length of the synthetic market in days.", callback=at_least(1.0, "at least 1 day"))]
 SlotSeconds = Annotated[float, typer.Option(
@@ -116,7 +117,20 @@ SlotSecondsSetting = Annotated[float | None, typer.Option(
 MarketPartitions = Annotated[int | None, typer.Option(
     help="Partitions of market ticks (env SPOTSCHED_MARKET_PARTITIONS).",
     callback=positive_count)]
-LogLevel = Annotated[str, typer.Option(help="Log level.")]
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+DEFAULT_LOG_LEVEL = "INFO"
+"""The log level of every long-running command (worker, connector, feed)."""
+
+
+def log_level(param: typer.CallbackParam, value: str) -> str:
+    """The check of ``--log-level``: a level name, in any case."""
+    if value.upper() not in LOG_LEVELS:
+        raise flag_error(param, value, f"one of {', '.join(LOG_LEVELS)}")
+    return value.upper()
+
+
+LogLevel = Annotated[str, typer.Option(
+    help=f"Log level: {', '.join(LOG_LEVELS)}; logs go to standard error.", callback=log_level)]
 OnDemandPrice = Annotated[list[str] | None, typer.Option(
     "--on-demand-price", metavar="TYPE=USD_PER_HOUR",
     help="On-demand price of an instance type in USD per hour; repeatable. Wins over --prices "
@@ -125,7 +139,7 @@ PricesFile = Annotated[Path | None, typer.Option(
     "--prices", exists=True, dir_okay=False,
     help="JSON or CSV table of instance type to on-demand USD per hour (docs/traces.md).")]
 MarketsFile = Annotated[Path | None, typer.Option(
-    "--markets", help="Market catalogue JSON, as `spotsched markets` prints it (env "
+    "--markets-file", help="Market catalogue JSON, as `spotsched markets` prints it (env "
     "SPOTSCHED_MARKETS_FILE).", exists=True, dir_okay=False)]
 Ec2Endpoint = Annotated[str | None, typer.Option(
     "--endpoint-url", help="aws: EC2 endpoint, e.g. a local moto server.")]

@@ -38,7 +38,7 @@ from streams.cli.options import (
 
 
 def _publish_replay(
-    broker: str, ticks: list[MarketTicks], jobs: list[Job], speed: float | None,
+    bootstrap_servers: str, ticks: list[MarketTicks], jobs: list[Job], speed: float | None,
     job_partitions: int,
 ) -> None:
     import asyncio
@@ -50,7 +50,8 @@ def _publish_replay(
     from streams.replay import trace_events
 
     broker_logging()
-    settings = command_settings(bootstrap_servers=broker, job_partitions=job_partitions)
+    settings = command_settings(bootstrap_servers=bootstrap_servers,
+                                job_partitions=job_partitions)
     total = 2 * sum(len(t.times) for t in ticks) + len(jobs)
     try:
         with Progress(console=console, transient=True) as bar:
@@ -75,7 +76,7 @@ def replay(
     policy: Policies = None,
     seed: Seed = 0,
     slot_seconds: SlotSeconds = 3600,
-    markets: SyntheticMarkets = 4,
+    synthetic_markets: SyntheticMarkets = 4,
     days: SyntheticDays = 14,
     report: Annotated[Path | None, writes_dir("Folder for report.json and replay.png.")] = None,
     decisions: Annotated[Path | None, writes_file(
@@ -86,23 +87,25 @@ def replay(
     job_partitions: Annotated[int, typer.Option(
         help="Scheduler partitions: jobs split as Kafka does, each planned alone.",
         callback=positive_count)] = 1,
-    broker: Annotated[str | None, typer.Option(
-        help="Publish the replay to Kafka at host:port instead of simulating in-process.")] = None,
+    bootstrap_servers: Annotated[str | None, typer.Option(
+        help="Publish the replay to Kafka at host:port[,host:port] instead of simulating "
+        "in-process.")] = None,
     speed: Annotated[float | None, typer.Option(
-        help="With --broker: event-time seconds per second (default: flat out).",
+        help="With --bootstrap-servers: event-time seconds per second (default: flat out).",
         callback=at_least(0.001, "at least 0.001 event-time seconds per second"))] = None,
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
 ) -> None:
     """Replay a market and a workload: in-process through the simulator (no broker needed), or
-    into Kafka with --broker for the workers to schedule."""
+    into Kafka with --bootstrap-servers for the workers to schedule."""
     from streams.reports.replay import jobs_table, summary_table, write_decisions, write_report
 
     policy = policy or list(DEFAULT_POLICIES)
-    ticks, source = market_ticks(trace or [], seed, markets, days, on_demand_price, prices)
+    ticks, source = market_ticks(trace or [], seed, synthetic_markets, days, on_demand_price,
+                                 prices)
     data, workload = _replay_inputs(ticks, slot_seconds, jobs, n_jobs, seed, fixed_count)
-    if broker is not None:
-        _publish_replay(broker, ticks, workload, speed, job_partitions)
+    if bootstrap_servers is not None:
+        _publish_replay(bootstrap_servers, ticks, workload, speed, job_partitions)
         return
     results, summaries = _simulate(data, workload, policy, job_partitions)
     console.print(summary_table(summaries, f"{len(workload)} jobs on {source}: "

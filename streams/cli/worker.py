@@ -11,6 +11,7 @@ from streams.cli.app import app
 from streams.cli.common import broker_logging, command_settings
 from streams.cli.errors import fail
 from streams.cli.options import (
+    DEFAULT_LOG_LEVEL,
     Broker,
     LogLevel,
     MarketPartitions,
@@ -25,7 +26,7 @@ from streams.cli.options import (
 @app.command()
 def worker(
     bootstrap_servers: Broker = None,
-    markets: MarketsFile = None,
+    markets_file: MarketsFile = None,
     policy: Annotated[str | None, typer.Option(help="Scheduling policy.")] = None,
     slot_seconds: SlotSecondsSetting = None,
     job_partitions: Annotated[int | None, typer.Option(
@@ -36,7 +37,7 @@ def worker(
     data_dir: Annotated[Path | None, typer.Option(help="Local state directory.")] = None,
     metrics_port: MetricsPort = None,
     metrics_host: MetricsHost = None,
-    log_level: LogLevel = "WARNING",
+    log_level: LogLevel = DEFAULT_LOG_LEVEL,
 ) -> None:
     """Run a scheduler worker (Faust) until SIGINT/SIGTERM; start more to scale out."""
     import asyncio
@@ -49,7 +50,7 @@ def worker(
     from streams.runtime import serve_metrics
 
     settings = command_settings(
-        bootstrap_servers=bootstrap_servers, markets_file=markets, policy=policy,
+        bootstrap_servers=bootstrap_servers, markets_file=markets_file, policy=policy,
         slot_seconds=slot_seconds, job_partitions=job_partitions,
         market_partitions=market_partitions, app_id=app_id, data_dir=data_dir,
         metrics_port=metrics_port, metrics_host=metrics_host)

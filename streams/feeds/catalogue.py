@@ -26,8 +26,8 @@ def feed_markets(
                           on_demand_price(instance_type, on_demand_prices))
                    for zone in zones for instance_type in instance_types]
     elif catalogue is None:
-        raise ValueError("markets: expected a catalogue (--markets or SPOTSCHED_MARKETS_FILE) "
-                         "or --zone and --instance-type")
+        raise ValueError("markets: expected a catalogue (--markets-file or "
+                         "SPOTSCHED_MARKETS_FILE) or --zone and --instance-type")
     else:
         markets = [m for m in catalogue if m.cloud == cloud]
     chosen = [m for m in markets if not regions or m.region in regions]

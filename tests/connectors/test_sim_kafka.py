@@ -40,7 +40,7 @@ def test_a_replay_runs_closed_loop_through_the_scheduler_and_the_sim(kafka_boots
     log = (tmp_path / "sim.log").open("wb")
     sim = subprocess.Popen(
         [sys.executable, "-m", "streams", "connector", "sim", "--seed", str(SPEC.seed),
-         "--markets", str(SPEC.n_markets), "--days", str(SPEC.days),
+         "--synthetic-markets", str(SPEC.n_markets), "--days", str(SPEC.days),
          "--data-dir", str(tmp_path / "sim"), "--group", f"{pipeline.app_id}-sim"],
         env=pipeline.env(), stdout=log, stderr=subprocess.STDOUT)
     try:

@@ -18,20 +18,20 @@ CATALOGUE = Path(__file__).resolve().parents[2] / "deploy" / "synthetic-markets.
 @pytest.mark.parametrize(("args", "message"), [
     (["--zone", "us-east-1a"], "error: --zone and --instance-type: expected both (every zone "
      "gets every type) or neither (the catalogue's markets)"),
-    (["--markets", str(CATALOGUE), "--heartbeat-seconds", "700"], "error: --heartbeat-seconds "
+    (["--markets-file", str(CATALOGUE), "--heartbeat-seconds", "700"], "error: --heartbeat-seconds "
      "700: expected a divisor of the slot length 3600 s, so every slot boundary is a heartbeat"),
-    (["--markets", str(CATALOGUE), "--since", "yesterday"], "error: --since 'yesterday': "
+    (["--markets-file", str(CATALOGUE), "--since", "yesterday"], "error: --since 'yesterday': "
      "expected an ISO-8601 time with Z or an offset, e.g. 2025-01-06T00:00:00Z"),
-    (["--markets", str(CATALOGUE), "--since", "2026-01-02T00:00:00Z", "--until",
+    (["--markets-file", str(CATALOGUE), "--since", "2026-01-02T00:00:00Z", "--until",
       "2026-01-01T00:00:00Z"], "error: --until 2026-01-01T00:00:00+00:00: expected a time "
      "after --since 2026-01-02T00:00:00+00:00"),
-    (["--markets", str(CATALOGUE), "--poll-seconds", "0"],
+    (["--markets-file", str(CATALOGUE), "--poll-seconds", "0"],
      "error: --poll-seconds 0.0: expected a number of seconds > 0"),
-    (["--markets", str(CATALOGUE), "--max-attempts", "0"],
+    (["--markets-file", str(CATALOGUE), "--max-attempts", "0"],
      "error: --max-attempts 0: expected at least 1"),
-    (["--markets", str(CATALOGUE), "--available", "-1"],
+    (["--markets-file", str(CATALOGUE), "--available", "-1"],
      "error: --available -1: expected a count >= 0"),
-    (["--markets", str(CATALOGUE), "--region", "eu-west-1"], "error: markets: expected at "
+    (["--markets-file", str(CATALOGUE), "--region", "eu-west-1"], "error: markets: expected at "
      "least one aws market in regions eu-west-1 among the 4 aws markets given"),
     (["--zone", "us-east-1a", "--instance-type", "a100_40gb_8"], "error: instance type "
      "'a100_40gb_8': expected a type with a known on-demand price: pass --on-demand-price "

@@ -91,7 +91,7 @@ def pipeline(kafka_bootstrap, tmp_path):
 
 
 def feed(pipeline: Pipeline, endpoint: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "streams", "feed", "aws", "--markets",
+    command = [sys.executable, "-m", "streams", "feed", "aws", "--markets-file",
                str(pipeline.markets_file), "--endpoint-url", endpoint,
                "--since", datetime.fromtimestamp(T0, UTC).isoformat(),
                "--until", datetime.fromtimestamp(UNTIL, UTC).isoformat(),

@@ -75,9 +75,9 @@ class Pipeline:
         n = len(self.workers)
         log = (self.workdir / f"worker-{n}.log").open("wb")
         process = subprocess.Popen(
-            [sys.executable, "-m", "streams", "worker", "--markets", str(self.markets_file),
+            [sys.executable, "-m", "streams", "worker", "--markets-file", str(self.markets_file),
              "--policy", self.policy, "--app-id", self.app_id,
-             "--data-dir", str(self.workdir / f"worker-{n}"), "--log-level", "INFO"],
+             "--data-dir", str(self.workdir / f"worker-{n}")],
             env=self.env(), cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT)
         self.workers.append(process)
         return process

@@ -71,7 +71,7 @@ def outage(tmp_path_factory: pytest.TempPathFactory):
 def test_a_replay_rides_out_a_broker_outage(outage, tmp_path):
     catalogue = tuple(t.market for t in synthetic_ticks(SPEC))
     pipeline = Pipeline(outage.bootstrap, tmp_path, catalogue, policy="greedy")
-    replay_args = ["--markets", str(SPEC.n_markets), "--days", str(SPEC.days), "--seed",
+    replay_args = ["--synthetic-markets", str(SPEC.n_markets), "--days", str(SPEC.days), "--seed",
                    str(SPEC.seed), "--n-jobs", "8", "--policy", "greedy"]
     inproc = tmp_path / "inproc.jsonl"
     pipeline.spotsched("replay", *replay_args, "--decisions", str(inproc))
@@ -81,7 +81,7 @@ def test_a_replay_rides_out_a_broker_outage(outage, tmp_path):
         pipeline.wait_until_joined(pipeline.start_worker())
         # Four days of event time in about 40 s: the outage hits the middle of the replay.
         publisher = subprocess.Popen(
-            [sys.executable, "-m", "streams", "replay", *replay_args, "--broker",
+            [sys.executable, "-m", "streams", "replay", *replay_args, "--bootstrap-servers",
              outage.bootstrap, "--speed", "8640"],
             env=pipeline.env(), cwd=tmp_path, stdout=log.open("wb"), stderr=subprocess.STDOUT)
         _wait(lambda: len(pipeline.decisions()) >= 10, 120, "decisions before the outage")

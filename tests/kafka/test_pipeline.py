@@ -44,10 +44,10 @@ def pipelines(kafka_bootstrap, tmp_path):
 
 def synthetic_expectation(pipeline: Pipeline, tmp_path) -> list[tuple]:
     out = tmp_path / "inproc.jsonl"
-    pipeline.spotsched("replay", "--markets", str(SPEC.n_markets), "--days", str(SPEC.days),
-                       "--seed", str(SPEC.seed), "--n-jobs", str(N_JOBS), "--policy",
-                       pipeline.policy, "--job-partitions", str(pipeline.job_partitions),
-                       "--decisions", str(out))
+    pipeline.spotsched("replay", "--synthetic-markets", str(SPEC.n_markets), "--days",
+                       str(SPEC.days), "--seed", str(SPEC.seed), "--n-jobs", str(N_JOBS),
+                       "--policy", pipeline.policy, "--job-partitions",
+                       str(pipeline.job_partitions), "--decisions", str(out))
     return rows_from_jsonl(out)
 
 
@@ -71,7 +71,8 @@ def test_a_real_trace_through_kafka_gives_the_in_process_decisions(pipelines, tm
     expected = rows_from_jsonl(inproc)
     assert len(expected) > 100
     pipeline.wait_until_joined(pipeline.start_worker())
-    pipeline.spotsched("replay", *trace_args, "--n-jobs", "15", "--broker", pipeline.bootstrap)
+    pipeline.spotsched("replay", *trace_args, "--n-jobs", "15", "--bootstrap-servers",
+                       pipeline.bootstrap)
     assert pipeline.wait_for_rows(expected) == expected
     assert pipeline.dead_letters() == []
 

@@ -89,7 +89,8 @@ def test_poison_before_and_during_a_real_replay_then_a_kill(kafka_bootstrap, tmp
         pipeline.wait_until_joined(first)
         sender = threading.Thread(target=lambda: asyncio.run(publish_raw(pipeline, during)))
         publisher = subprocess.Popen(
-            [sys.executable, "-m", "streams", "replay", *replay, "--broker", kafka_bootstrap],
+            [sys.executable, "-m", "streams", "replay", *replay, "--bootstrap-servers",
+             kafka_bootstrap],
             env=pipeline.env(), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         sender.start()
         output, _ = publisher.communicate(timeout=900)

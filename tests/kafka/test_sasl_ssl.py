@@ -86,7 +86,7 @@ def test_every_client_works_with_credentials_and_never_shows_them(secure, tmp_pa
     catalogue = tuple(t.market for t in synthetic_ticks(SPEC))
     pipeline = SecurePipeline(secure.broker.bootstrap, tmp_path, catalogue, policy="greedy",
                               credentials=secure.env())
-    replay = ["--markets", str(SPEC.n_markets), "--days", str(SPEC.days), "--seed",
+    replay = ["--synthetic-markets", str(SPEC.n_markets), "--days", str(SPEC.days), "--seed",
               str(SPEC.seed), "--n-jobs", "6", "--policy", "greedy"]
     inproc = tmp_path / "inproc.jsonl"
     outputs = [pipeline.spotsched("replay", *replay, "--decisions", str(inproc))]
@@ -94,7 +94,7 @@ def test_every_client_works_with_credentials_and_never_shows_them(secure, tmp_pa
     assert len(expected) > 20
     try:
         pipeline.wait_until_joined(pipeline.start_worker())
-        outputs.append(pipeline.spotsched("replay", *replay, "--broker",
+        outputs.append(pipeline.spotsched("replay", *replay, "--bootstrap-servers",
                                           secure.broker.bootstrap))
         assert pipeline.wait_for_rows(expected) == expected
         shown = run(pipeline.env(), tmp_path, "decisions", "--json")
@@ -177,7 +177,7 @@ def test_each_mistake_is_one_line_naming_the_setting(secure, kafka_bootstrap, tm
     jobs.write_text('[{"id": "j", "workload": 1.0, "release": 1.9e9, "soft_deadline": 1.90001e9,'
                     ' "hard_deadline": 1.90002e9}]')
     args = {"submit": ["submit", str(jobs)], "decisions": ["decisions"],
-            "worker": ["worker", "--markets", str(catalogue), "--data-dir", str(tmp_path)]}
+            "worker": ["worker", "--markets-file", str(catalogue), "--data-dir", str(tmp_path)]}
     done = run(env, tmp_path, *args[command], timeout=60)
     output = (done.stdout + done.stderr).strip()
     assert done.returncode == 2, output

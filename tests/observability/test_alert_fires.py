@@ -119,9 +119,9 @@ def test_deadline_at_risk_fires_from_a_real_prometheus(kafka_bootstrap, tmp_path
     try:
         pipeline.wait_until_joined(pipeline.start_worker())
         prometheus.wait_ready()
-        pipeline.spotsched("replay", "--markets", str(SPEC.n_markets), "--days",
+        pipeline.spotsched("replay", "--synthetic-markets", str(SPEC.n_markets), "--days",
                            str(SPEC.days), "--seed", str(SPEC.seed), "--jobs", str(jobs),
-                           "--broker", kafka_bootstrap)
+                           "--bootstrap-servers", kafka_bootstrap)
         firing = 'ALERTS{alertname="JobDeadlineAtRisk", alertstate="firing"}'
         deadline = time.monotonic() + 120
         alerts: list[dict] = []

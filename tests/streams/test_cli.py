@@ -133,6 +133,9 @@ def test_replay_rejects_bad_input_clearly(args, message):
 def test_markets_and_schema_commands(tmp_path, plain_csv):
     catalogue = json.loads(run("markets", "--trace", str(plain_csv)))
     assert list(catalogue.values()) == [3.06, 3.06] and all(k.count("/") == 3 for k in catalogue)
+    synthetic = json.loads(run("markets"))  # the market the other commands replay by default
+    assert synthetic == json.loads((EXAMPLES.parent / "deploy/synthetic-markets.json").read_text())
+    assert list(json.loads(run("markets", "--synthetic-markets", "2"))) == list(synthetic)[:2]
     run("schema", "--out", str(tmp_path / "schemas"))
     names = {p.name for p in (tmp_path / "schemas").iterdir()}
     assert {"price_tick.schema.json", "provisioning_decision.schema.json"} <= names

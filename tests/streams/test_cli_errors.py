@@ -30,7 +30,7 @@ def places(tmp_path_factory) -> dict[str, str]:
 CASES = [
     (["replay", "--seed", "-1"], "--seed -1: expected a non-negative integer"),
     (["replay", "--n-jobs", "0"], "--n-jobs 0: expected a whole number >= 1"),
-    (["replay", "--markets", "9"], "--markets 9: expected between 1 and 8"),
+    (["replay", "--synthetic-markets", "9"], "--synthetic-markets 9: expected between 1 and 8"),
     (["replay", "--days", "0.5"], "--days 0.5: expected at least 1 day"),
     (["replay", "--slot-seconds", "0.5"], "--slot-seconds 0.5: expected at least 1 second"),
     (["replay", "--job-partitions", "0"], "--job-partitions 0: expected a whole number >= 1"),
@@ -60,7 +60,11 @@ CASES = [
      "--plots {file}/plots: expected a folder that exists or can be created"),
     (["schema", "--out", "{file}"], "--out {file}: expected a folder, not a file"),
     (["worker", "--slot-seconds", "0"], "--slot-seconds 0.0: expected at least 1 second"),
-    (["connector", "sim", "--markets", "0"], "--markets 0: expected between 1 and 8"),
+    (["worker", "--log-level", "loud"],
+     "--log-level loud: expected one of DEBUG, INFO, WARNING, ERROR"),
+    (["replay", "--per-job", "true"], "unexpected extra argument(s) (true)"),
+    (["connector", "sim", "--synthetic-markets", "0"],
+     "--synthetic-markets 0: expected between 1 and 8"),
     (["feed", "aws", "--market-partitions", "0"],
      "--market-partitions 0: expected a whole number >= 1"),
 ]

@@ -61,7 +61,8 @@ def test_a_missing_ca_file_is_one_line_from_every_client_command(tmp_path):
     runner = CliRunner()
     for command in (["submit", str(jobs)], ["cancel", "j"], ["decisions"],
                     ["connector", "log", "--data-dir", str(tmp_path)],
-                    ["replay", "--broker", "127.0.0.1:1", "--n-jobs", "1", "--days", "3"]):
+                    ["replay", "--bootstrap-servers", "127.0.0.1:1", "--n-jobs", "1",
+                     "--days", "3"]):
         result = runner.invoke(app, command, env=env)
         lines = result.output.strip().splitlines()
         assert result.exit_code == 2, (command, result.output)

@@ -13,6 +13,7 @@ app = typer.Typer(
     help="Deadline-aware scheduling of fine-tuning jobs on spot and on-demand instances.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,  # plain help: wrapped to the terminal, no type tags
 )
 
 

@@ -74,6 +74,6 @@ def broker_logging(level: str = "WARNING") -> None:
 
 
 Policies = Annotated[list[str] | None, typer.Option(
-    "--policy", callback=check_policies,
+    "--policy", metavar="<spec>", callback=check_policies,
     help=f"Policy NAME[:key=value,...] to run; repeat for more. Names: {', '.join(POLICY_NAMES)}. "
     f"Default: {', '.join(DEFAULT_POLICIES)}.")]

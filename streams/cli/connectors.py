@@ -48,12 +48,12 @@ def connector(
         "--availability-reports", help="sim: also report lost spot as availability ticks "
         "(off: the market ticks already carry the trace's availability).")] = False,
     image_id: Annotated[list[str] | None, typer.Option(
-        help="aws: AMI for every region, or REGION=AMI; repeatable.")] = None,
+        metavar="<ami>", help="aws: AMI for every region, or REGION=AMI; repeatable.")] = None,
     launch_template: Annotated[str | None, typer.Option(
         help="aws: launch template name, present in each region.")] = None,
     region: Annotated[list[str] | None, typer.Option(
-        help="aws: region to reconcile; repeatable. Default: the AWS regions of the "
-        "catalogue in SPOTSCHED_MARKETS_FILE.")] = None,
+        metavar="<region>", help="aws: region to reconcile; repeatable. Default: the AWS "
+        "regions of the catalogue in SPOTSCHED_MARKETS_FILE.")] = None,
     endpoint_url: Ec2Endpoint = None,
     spot_max_price: Annotated[float | None, typer.Option(
         help="aws: highest spot price in USD/h (default: the on-demand price).")] = None,
@@ -62,7 +62,9 @@ def connector(
     log_level: LogLevel = DEFAULT_LOG_LEVEL,
     kill_after_apply: Annotated[int, typer.Option(hidden=True)] = 0,
 ) -> None:
-    """Run a connector on the provisioning decisions until SIGINT/SIGTERM."""
+    """Act on the decisions until SIGINT or SIGTERM.
+
+    Runs a connector (log, sim or aws) on the provisioning decisions."""
     import logging
 
     from connectors.worker import ConnectorWorker, WorkerOptions, parse_image_ids

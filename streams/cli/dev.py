@@ -20,7 +20,7 @@ from streams.cli.errors import fail
 DEVKAFKA = Path(__file__).resolve().parents[2] / "deploy" / "kafka" / "devkafka.py"
 """The development broker's module in the checkout, if the package runs from one."""
 
-dev = typer.Typer(help="Development helpers.", no_args_is_help=True)
+dev = typer.Typer(help="Development helpers.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(dev, name="dev")
 
 

@@ -27,14 +27,15 @@ from streams.cli.options import (
 @app.command()
 def evaluate(
     trace: Annotated[list[Path] | None, typer.Option(
-        help="Trace file (any supported format); repeat for more. Default: a synthetic market "
-        "of 6 zones over 46 days of 195 s ticks.", exists=True, dir_okay=False)] = None,
+        metavar="<file>", help="Trace file (any supported format); repeat for more. Default: "
+        "a synthetic market of 6 zones over 46 days of 195 s ticks.", exists=True,
+        dir_okay=False)] = None,
     scenario: Annotated[list[str] | None, typer.Option(
-        help="Scenario: cant-be-late, fine-tune or scarce; repeatable. Default: cant-be-late "
-        "and fine-tune.")] = None,
+        metavar="<name>", help="Scenario: cant-be-late, fine-tune or scarce; repeatable. "
+        "Default: cant-be-late and fine-tune.")] = None,
     policy: Annotated[list[str] | None, typer.Option(
-        help="Policy NAME[:key=value,...] to evaluate; repeat for more. Default: every "
-        "registered one but the scenario's slow ones (docs/evaluation.md).",
+        metavar="<spec>", help="Policy NAME[:key=value,...] to evaluate; repeat for more. "
+        "Default: every registered one but the scenario's slow ones (docs/evaluation.md).",
         callback=check_policies)] = None,
     windows: Annotated[int, typer.Option(
         help="Seeded windows per scenario.", callback=positive_count)] = 30,
@@ -48,9 +49,10 @@ def evaluate(
         help="cant-be-late: hours of work of each job (with --deadline-hours; default: the "
         "48 h/52 h, 48 h/60 h and 12 h/16 h tasks).")] = None,
     deadline_hours: Annotated[list[float] | None, typer.Option(
-        help="cant-be-late: deadline in hours after the window starts; repeatable "
-        "(default 52 and 60 with --work-hours).")] = None,
+        metavar="<hours>", help="cant-be-late: deadline in hours after the window starts; "
+        "repeatable (default 52 and 60 with --work-hours).")] = None,
     overhead_hours: Annotated[list[float] | None, typer.Option(
+        metavar="<hours>",
         help="cant-be-late: restart overhead in hours; repeatable. Default: 0.02 and 0.2.")
     ] = None,
     value_of_forecasts: Annotated[bool, typer.Option(
@@ -66,8 +68,9 @@ def evaluate(
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
 ) -> None:
-    """Evaluate policies over seeded windows of a trace (Can't Be Late, fine-tuning, scarce
-    capacity)."""
+    """Evaluate policies over seeded windows of a trace.
+
+    Scenarios: Can't Be Late, fine-tuning and scarce capacity (docs/evaluation.md)."""
     from solver.evaluation.evaluate import EvaluationSettings
     from solver.evaluation.resample import resample_availability
     from streams.reports.evaluation import run_evaluation

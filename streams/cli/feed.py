@@ -29,8 +29,8 @@ from streams.cli.options import (
     SlotSecondsSetting,
 )
 
-feed = typer.Typer(help="Live market feeds: publish a cloud's spot prices as market ticks.",
-                   no_args_is_help=True)
+feed = typer.Typer(help="Publish a cloud's live spot prices as market ticks.",
+                   no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(feed, name="feed")
 
 
@@ -54,18 +54,20 @@ def _utc_option(value: str | None, flag: str) -> float | None:
 def feed_aws(
     markets_file: MarketsFile = None,
     zone: Annotated[list[str] | None, typer.Option(
-        help="Availability zone to feed instead of the catalogue's; repeatable, with "
-        "--instance-type.")] = None,
+        metavar="<zone>", help="Availability zone to feed instead of the catalogue's; "
+        "repeatable, with --instance-type.")] = None,
     instance_type: Annotated[list[str] | None, typer.Option(
-        help="Instance type to feed in every --zone; repeatable.")] = None,
+        metavar="<type>", help="Instance type to feed in every --zone; repeatable.")] = None,
     region: Annotated[list[str] | None, typer.Option(
-        help="Feed only the markets of this region; repeatable.")] = None,
+        metavar="<region>", help="Feed only the markets of this region; repeatable.")] = None,
     bootstrap_servers: Broker = None,
     endpoint_url: Ec2Endpoint = None,
     product: Annotated[str, typer.Option(help="Spot price product description.")] = "Linux/UNIX",
-    since: Annotated[str | None, typer.Option(help="Where a market without feed ticks on the "
-        "topic starts (ISO-8601, down to a slot boundary). Default: the current slot.")] = None,
+    since: Annotated[str | None, typer.Option(
+        metavar="<time>", help="Where a market without feed ticks on the topic starts "
+        "(ISO-8601, down to a slot boundary). Default: the current slot.")] = None,
     until: Annotated[str | None, typer.Option(
+        metavar="<time>",
         help="Stop once ticks up to this time (ISO-8601) are published. Default: never.")] = None,
     poll_seconds: Annotated[float, typer.Option(
         help="Seconds between two requests for new prices.")] = 60.0,
@@ -87,8 +89,10 @@ def feed_aws(
     log_level: LogLevel = DEFAULT_LOG_LEVEL,
     crash_after_ticks: Annotated[int, typer.Option(hidden=True)] = 0,
 ) -> None:
-    """Publish EC2 spot prices of the catalogue's aws markets as market ticks, with heartbeats
-    and slot-boundary availability; resumes from the topic after a restart."""
+    """Publish EC2 spot prices as market ticks.
+
+    The prices of the catalogue's aws markets, with heartbeats and slot-boundary availability;
+    resumes from the topic after a restart."""
     from streams.feeds.aws import AwsSpotPriceSource
     from streams.feeds.catalogue import feed_markets
     from streams.feeds.planner import FeedGrid

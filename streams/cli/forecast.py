@@ -29,6 +29,7 @@ def forecast_report(
     trace: Traces,
     slot_seconds: SlotSeconds = 3600,
     horizon: Annotated[list[int] | None, typer.Option(
+        metavar="<slots>",
         help="Horizon in slots to report; repeat for more. Default: 1, 6, 12, 24.",
         callback=positive_count)] = None,
     price_model: Annotated[str | None, typer.Option(
@@ -40,8 +41,10 @@ def forecast_report(
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
 ) -> None:
-    """Forecast accuracy of the price and availability models against baselines, per market
-    and horizon, by progressive validation over the traces."""
+    """Score the forecasters on traces, against baselines.
+
+    The accuracy of the price and availability models per market and horizon, by progressive
+    validation over the traces."""
     from solver.forecast import DEFAULT_AVAILABILITY_MODEL, DEFAULT_HORIZONS, DEFAULT_PRICE_MODEL
     from solver.market import build_market_data
     from streams.reports.forecast import run_forecast_report

@@ -39,7 +39,9 @@ def submit(
                                          dir_okay=False)],
     bootstrap_servers: Broker = None,
 ) -> None:
-    """Validate jobs against the event contract and publish their submissions."""
+    """Submit the jobs of a file.
+
+    Each job is checked against the event contract, then its submission published."""
 
     def submissions() -> list[JobEvent]:
         import time

@@ -85,23 +85,24 @@ def output_dir(param: typer.CallbackParam, path: Path | None) -> Path | None:
 
 def writes_file(help_text: str, *names: str) -> Any:
     """An option naming a file the command writes."""
-    return typer.Option(*names, help=help_text, callback=output_file)
+    return typer.Option(*names, help=help_text, callback=output_file, metavar="<file>")
 
 
 def writes_dir(help_text: str, *names: str) -> Any:
     """An option naming a folder the command writes files in."""
-    return typer.Option(*names, help=help_text, callback=output_dir)
+    return typer.Option(*names, help=help_text, callback=output_dir, metavar="<dir>")
 
 
 non_negative = at_least(0, "a non-negative integer")
 positive_count = at_least(1, "a whole number >= 1")
 
 Traces = Annotated[list[Path], typer.Option(
-    "--trace", help="Trace file (formats in docs/traces.md); repeat for more.", exists=True,
-    dir_okay=False)]
+    "--trace", metavar="<file>", help="Trace file (formats in docs/traces.md); repeat for more.",
+    exists=True, dir_okay=False)]
 TracesOrSynthetic = Annotated[list[Path] | None, typer.Option(
-    "--trace", help="Trace file (formats in docs/traces.md); repeat for more. Default: the "
-    "synthetic market (--seed, --synthetic-markets, --days).", exists=True, dir_okay=False)]
+    "--trace", metavar="<file>", help="Trace file (formats in docs/traces.md); repeat for more. "
+    "Default: the synthetic market (--seed, --synthetic-markets, --days).", exists=True,
+    dir_okay=False)]
 Seed = Annotated[int, typer.Option(
     help="Seed of the synthetic market and the workload.", callback=non_negative)]
 SyntheticMarkets = Annotated[int, typer.Option(
@@ -130,9 +131,10 @@ def log_level(param: typer.CallbackParam, value: str) -> str:
 
 
 LogLevel = Annotated[str, typer.Option(
-    help=f"Log level: {', '.join(LOG_LEVELS)}; logs go to standard error.", callback=log_level)]
+    metavar="<level>", help=f"Log level: {', '.join(LOG_LEVELS)}; logs go to standard error.",
+    callback=log_level)]
 OnDemandPrice = Annotated[list[str] | None, typer.Option(
-    "--on-demand-price", metavar="TYPE=USD_PER_HOUR",
+    "--on-demand-price", metavar="<type=usd>",
     help="On-demand price of an instance type in USD per hour; repeatable. Wins over --prices "
     "and the built-in table.")]
 PricesFile = Annotated[Path | None, typer.Option(
@@ -144,7 +146,8 @@ MarketsFile = Annotated[Path | None, typer.Option(
 Ec2Endpoint = Annotated[str | None, typer.Option(
     "--endpoint-url", help="aws: EC2 endpoint, e.g. a local moto server.")]
 Broker = Annotated[str | None, typer.Option(
-    "--bootstrap-servers", help="Kafka host:port[,host:port] (env SPOTSCHED_BOOTSTRAP_SERVERS).")]
+    "--bootstrap-servers", metavar="<host:port>",
+    help="Kafka host:port[,host:port] (env SPOTSCHED_BOOTSTRAP_SERVERS).")]
 MetricsPort = Annotated[int | None, typer.Option(
     help="Port of Prometheus /metrics; 0 = off (env SPOTSCHED_METRICS_PORT).")]
 MetricsHost = Annotated[str | None, typer.Option(

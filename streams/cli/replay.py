@@ -88,16 +88,18 @@ def replay(
         help="Scheduler partitions: jobs split as Kafka does, each planned alone.",
         callback=positive_count)] = 1,
     bootstrap_servers: Annotated[str | None, typer.Option(
-        help="Publish the replay to Kafka at host:port[,host:port] instead of simulating "
-        "in-process.")] = None,
+        metavar="<host:port>", help="Publish the replay to Kafka at host:port[,host:port] "
+        "instead of simulating in-process.")] = None,
     speed: Annotated[float | None, typer.Option(
         help="With --bootstrap-servers: event-time seconds per second (default: flat out).",
         callback=at_least(0.001, "at least 0.001 event-time seconds per second"))] = None,
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
 ) -> None:
-    """Replay a market and a workload: in-process through the simulator (no broker needed), or
-    into Kafka with --bootstrap-servers for the workers to schedule."""
+    """Replay a market and a workload, in-process or into Kafka.
+
+    In-process through the simulator (no broker needed), or into Kafka with
+    --bootstrap-servers for the workers to schedule."""
     from streams.reports.replay import jobs_table, summary_table, write_decisions, write_report
 
     policy = policy or list(DEFAULT_POLICIES)

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from solver.policies.spec import RECOMMENDED
 from streams.cli.app import app
 from streams.cli.common import broker_logging, command_settings
 from streams.cli.errors import fail
@@ -27,7 +28,9 @@ from streams.cli.options import (
 def worker(
     bootstrap_servers: Broker = None,
     markets_file: MarketsFile = None,
-    policy: Annotated[str | None, typer.Option(help="Scheduling policy.")] = None,
+    policy: Annotated[str | None, typer.Option(
+        metavar="<spec>", help="Scheduling policy NAME[:key=value,...] (env SPOTSCHED_POLICY; "
+        f"default: {RECOMMENDED}).")] = None,
     slot_seconds: SlotSecondsSetting = None,
     job_partitions: Annotated[int | None, typer.Option(
         help="Partitions of job events (env SPOTSCHED_JOB_PARTITIONS).",
@@ -39,7 +42,9 @@ def worker(
     metrics_host: MetricsHost = None,
     log_level: LogLevel = DEFAULT_LOG_LEVEL,
 ) -> None:
-    """Run a scheduler worker (Faust) until SIGINT/SIGTERM; start more to scale out."""
+    """Run a scheduler worker until SIGINT or SIGTERM.
+
+    A Faust worker on the market ticks and job events; start more to scale out."""
     import asyncio
 
     from prometheus_client import CollectorRegistry

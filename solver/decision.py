@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from solver.job import Allocation
+from solver.migration import STAY, Move, Place
 from solver.observation import Observation
 
 Outcome = Literal["finished", "cancelled", "deadline_missed", "failed"]
@@ -27,12 +28,15 @@ it finished (it may have finished after it), or failed (it could not be decided)
 class Explanation:
     """One job's decision read alone.
 
-    ``expected_cost_usd``: the slot's bill at the boundary's prices; ``slack_seconds``: the hard
-    deadline minus the finish on on-demand at ``n_max`` started now (one restart overhead
-    paid); the spot price and count in force at the boundary and the on-demand price of the
-    decision's market; ``price_forecast``: the median forecast of that market's mean spot price
-    over the slot, and ``capacity_probability``: the forecast probability of spot capacity for
-    the whole slot (``NaN`` while the forecaster knows nothing).
+    ``expected_cost_usd``: the slot's bill at the boundary's prices, with the egress of moving
+    the checkpoint; ``slack_seconds``: the hard deadline minus the finish on on-demand at
+    ``n_max`` started now (one restart overhead paid); the spot price and count in force at the
+    boundary and the on-demand price of the decision's market; ``price_forecast``: the median
+    forecast of that market's mean spot price over the slot, and ``capacity_probability``: the
+    forecast probability of spot capacity for the whole slot (``NaN`` while the forecaster
+    knows nothing); ``move``: what launching there moves (:mod:`solver.migration`; a launch
+    away from the checkpoint's place ``checkpoint``), :data:`~solver.migration.STAY` when the
+    job keeps what it holds.
     """
 
     expected_cost_usd: float
@@ -42,6 +46,8 @@ class Explanation:
     on_demand_price: float
     price_forecast: float
     capacity_probability: float
+    move: Move = STAY
+    checkpoint: Place | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +84,12 @@ class SlotDecision:
         on_demand_price = obs.markets[m].on_demand_price
         price_now = float(obs.price_now[m])
         outlook = obs.outlooks[m]
+        launches = allocation.total > 0 and allocation != view.current
+        move = obs.move(view, m) if launches else STAY
         return Explanation(
             expected_cost_usd=(allocation.spot * price_now
-                               + allocation.on_demand * on_demand_price) * obs.slot_hours,
+                               + allocation.on_demand * on_demand_price) * obs.slot_hours
+            + move.egress_usd,
             slack_seconds=view.job.slack(obs.time, view.remaining),
             spot_price_now=price_now,
             spot_available_now=int(obs.availability_now[m]),
@@ -88,4 +97,6 @@ class SlotDecision:
             price_forecast=float(outlook.price_median[0]) if outlook.horizon else math.nan,
             capacity_probability=(float(outlook.capacity.probability[0]) if outlook.horizon
                                   else math.nan),
+            move=move,
+            checkpoint=view.checkpoint,
         )

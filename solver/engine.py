@@ -19,6 +19,7 @@ from solver.decision import Departure, Outcome, SlotDecision
 from solver.forecast.models import MarketModels, Outlooks
 from solver.job import Allocation, Job, JobResult
 from solver.market import SECONDS_PER_HOUR, Market
+from solver.migration import DEFAULT_MIGRATION, STAY, MigrationTable, Move, Place
 from solver.observation import Decision, JobView, Observation, Policy
 
 
@@ -44,6 +45,10 @@ class JobState:
     restarts: int = 0
     spot_hours: float = 0.0
     on_demand_hours: float = 0.0
+    checkpoint: Place | None = None
+    """Where the job's newest checkpoint is (:mod:`solver.migration`)."""
+    migrations: int = 0
+    egress_usd: float = 0.0
 
     @property
     def outcome(self) -> Outcome:
@@ -74,16 +79,20 @@ class JobState:
             spot_instance_hours=self.spot_hours,
             on_demand_instance_hours=self.on_demand_hours,
             cancelled=self.cancelled,
+            migrations=self.migrations,
+            egress_usd=self.egress_usd,
         )
 
 
 @dataclass(frozen=True, slots=True)
 class SlotUsage:
-    """What one job ran in a settled slot and what it paid."""
+    """What one job ran in a settled slot and what it paid (``cost``, with the ``egress_usd``
+    of moving its checkpoint there)."""
 
     job_id: str
     granted: Allocation
     cost: float
+    egress_usd: float = 0.0
 
 
 class History:
@@ -139,8 +148,11 @@ class Engine:
         *,
         isolate_failures: bool = False,
         models: MarketModels | None = None,
+        migration: MigrationTable = DEFAULT_MIGRATION,
     ) -> None:
         self.markets = tuple(markets)
+        self.migration = migration
+        self._places = tuple(Place.of(m) for m in self.markets)
         self.isolate_failures = isolate_failures
         self.index = {m.key: i for i, m in enumerate(self.markets)}
         self.origin = float(origin)
@@ -159,9 +171,11 @@ class Engine:
     # -- jobs -------------------------------------------------------------------------------
 
     def add_job(self, job: Job) -> None:
-        """Admit a job; it becomes active at the first boundary at or after its release."""
+        """Admit a job (its market patterns resolved to the engine's markets); it becomes
+        active at the first boundary at or after its release."""
         if job.id in self._states:
             raise ValueError(f"job id={job.id!r}: expected unique job ids, got a duplicate")
+        job = job.resolved(list(self.index))
         if job.allowed_markets is not None:
             unknown = [k for k in job.allowed_markets if k not in self.index]
             if unknown or not job.allowed_markets:
@@ -169,7 +183,7 @@ class Engine:
                     f"job {job.id!r} allowed_markets={list(job.allowed_markets)!r}: expected "
                     f"a non-empty subset of {list(self.index)}"
                 )
-        self._states[job.id] = JobState(job=job, remaining=job.workload)
+        self._states[job.id] = JobState(job=job, remaining=job.workload, checkpoint=job.home)
         bisect.insort(self._order, (job.hard_deadline, job.id))
 
     def cancel_job(self, job_id: str) -> None:
@@ -320,9 +334,10 @@ class Engine:
             availability_history=avail_hist,
             price_now=price_now,
             availability_now=availability_now,
-            jobs=tuple(JobView(s.job, s.remaining, s.pending_overhead, s.held, s.cost)
-                       for s in jobs),
+            jobs=tuple(JobView(s.job, s.remaining, s.pending_overhead, s.held, s.cost,
+                               s.checkpoint) for s in jobs),
             outlooks=outlooks,
+            migration=self.migration,
         )
 
     def _ask(self, obs: Observation) -> dict[str, Allocation]:
@@ -338,7 +353,7 @@ class Engine:
         for view in obs.jobs:
             request = answer.get(view.id)
             if request is not None and request.total > 0:
-                self._check_request(view.job, request)
+                self._check_request(view.job, request, obs.price_now)
                 requests[view.id] = request
         return requests
 
@@ -384,15 +399,18 @@ class Engine:
             if state.finished:  # cancelled or failed between decision and settlement
                 continue
             granted = _grant(state, request, capacity)
-            _run_slot(state, granted, start, self.slot_seconds)
+            move = self.move(state, granted.market) \
+                if granted is not None and granted != state.held else STAY
+            if _run_slot(state, granted, start, self.slot_seconds, move):
+                state.checkpoint = self._places[granted.market]  # progress made: it is here now
             if granted is not None:
                 m = granted.market
                 cost = (granted.spot * float(price[m])
-                        + granted.on_demand * self._od_price[m]) * slot_h
+                        + granted.on_demand * self._od_price[m]) * slot_h + move.egress_usd
                 state.cost += cost
                 state.spot_hours += granted.spot * slot_h
                 state.on_demand_hours += granted.on_demand * slot_h
-                usage.append(SlotUsage(state.job.id, granted, cost))
+                usage.append(SlotUsage(state.job.id, granted, cost, move.egress_usd))
             if start + self.slot_seconds >= state.job.hard_deadline:
                 state.finished = True
         self.history.append(price, availability)
@@ -402,7 +420,12 @@ class Engine:
             observe(np.asarray(price, dtype=float), np.asarray(availability, dtype=np.int64))
         return usage
 
-    def _check_request(self, job: Job, request: Allocation) -> None:
+    def move(self, state: JobState, market: int) -> Move:
+        """What launching ``state``'s job in ``market`` costs for its checkpoint."""
+        return self.migration.move(state.checkpoint, self._places[market],
+                                   state.job.checkpoint_gb)
+
+    def _check_request(self, job: Job, request: Allocation, price_now: np.ndarray) -> None:
         where = f"policy {self.policy.name!r} slot {self.slot} job {job.id!r}"
         if not 0 <= request.market < len(self.markets):
             raise PolicyError(f"{where}: market={request.market} is not a market index")
@@ -417,6 +440,13 @@ class Engine:
             raise PolicyError(
                 f"{where}: {request.total} instances; expected 0 or between n_min={job.n_min} "
                 f"and n_max={job.n_max}"
+            )
+        bill = hourly_bill(request, price_now[request.market],
+                           self._od_price[request.market])
+        if not job.within_cap(bill):
+            raise PolicyError(
+                f"{where}: an hourly bill of {bill:.4f} USD; expected at most "
+                f"max_hourly_usd={job.max_hourly_usd!r}"
             )
 
 
@@ -439,15 +469,25 @@ def _grant(state: JobState, request: Allocation | None, capacity: np.ndarray) ->
     return granted
 
 
-def _run_slot(state: JobState, granted: Allocation | None, start: float, slot_s: float) -> None:
-    """Advance one job by one slot with its granted allocation."""
+def hourly_bill(allocation: Allocation, spot_price: float, on_demand_price: float) -> float:
+    """USD an hour of ``allocation`` at these prices: what a job's cap bounds."""
+    return allocation.spot * float(spot_price) + allocation.on_demand * float(on_demand_price)
+
+
+def _run_slot(state: JobState, granted: Allocation | None, start: float, slot_s: float,
+              move: Move) -> bool:
+    """Advance one job by one slot with its granted allocation, a launch paying ``move``;
+    true when the slot made progress."""
     if granted != state.held and granted is not None:
         state.restarts += 1
-        state.pending_overhead = state.job.restart_overhead
+        state.pending_overhead = state.job.restart_overhead + move.transfer_seconds
+        if move.moves:
+            state.migrations += 1
+            state.egress_usd += move.egress_usd
     state.held = granted
     if granted is None:
         state.pending_overhead = 0.0
-        return
+        return False
     overhead = min(state.pending_overhead, slot_s)
     state.pending_overhead -= overhead
     rate = state.job.throughput(granted.total) / SECONDS_PER_HOUR  # work per second
@@ -459,3 +499,4 @@ def _run_slot(state: JobState, granted: Allocation | None, start: float, slot_s:
         state.held = None
     else:
         state.remaining -= rate * productive
+    return productive > 0

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
 
 from solver.market import SECONDS_PER_HOUR
+from solver.migration import Place
 from solver.timefmt import iso_utc
 
 TIME_FIELDS = frozenset({"release", "soft_deadline", "hard_deadline"})
@@ -22,6 +25,13 @@ class Job:
     to ``value_at_hard_deadline`` at the hard deadline, and ``-miss_penalty`` after it (or never).
     ``restart_overhead`` is the running-but-unproductive time, in seconds, paid whenever the
     job's instance configuration changes or it restarts after a loss.
+
+    Where it may run: ``allowed_markets`` (market keys) and ``market_patterns`` (fnmatch
+    patterns on market keys, e.g. ``gcp/us-*`` or ``*/a3-highgpu-*``; resolved to keys when a
+    scheduler admits the job, :meth:`resolved`), both when given; ``allow_spot``. What moving
+    costs (:mod:`solver.migration`): its checkpoint of ``checkpoint_gb`` GB, first in its
+    ``home_region`` (``cloud/region``) if given. ``max_hourly_usd`` caps the hourly bill of
+    every allocation, at the prices in force when it is decided.
     """
 
     id: str
@@ -39,6 +49,10 @@ class Job:
     restart_overhead: float = 0.0
     allowed_markets: tuple[str, ...] | None = None
     allow_spot: bool = True
+    checkpoint_gb: float = 0.0
+    home_region: str | None = None
+    max_hourly_usd: float | None = None
+    market_patterns: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         def fail(name: str, expected: str) -> None:
@@ -69,6 +83,18 @@ class Job:
             fail("miss_penalty", "a non-negative amount")
         if self.value_at_hard_deadline > self.value:
             fail("value_at_hard_deadline", f"at most value={self.value!r}")
+        if not (math.isfinite(self.checkpoint_gb) and self.checkpoint_gb >= 0):
+            fail("checkpoint_gb", "a finite size >= 0 in GB")
+        if self.max_hourly_usd is not None and not (
+                math.isfinite(self.max_hourly_usd) and self.max_hourly_usd > 0):
+            fail("max_hourly_usd", "a positive finite USD per hour, or none")
+        if self.home_region is not None:
+            home = Place.parse(self.home_region, f"job {self.id!r} home_region")
+            if home.zone is not None:
+                fail("home_region", "'cloud/region' (a region, not a zone)")
+        if self.market_patterns is not None and (
+                not self.market_patterns or not all(self.market_patterns)):
+            fail("market_patterns", "a non-empty list of non-empty patterns, or none")
 
     def _shown(self, name: str) -> str:
         """A field's value for a message: times as ISO-8601 UTC."""
@@ -119,7 +145,46 @@ class Job:
         return self.soft_deadline if finish <= self.soft_deadline else self.hard_deadline
 
     def may_use(self, market_key: str) -> bool:
-        return self.allowed_markets is None or market_key in self.allowed_markets
+        if self.allowed_markets is not None:
+            return market_key in self.allowed_markets
+        patterns = self.market_patterns
+        return patterns is None or any(fnmatchcase(market_key, p) for p in patterns)
+
+    def resolved(self, market_keys: Sequence[str]) -> Job:
+        """This job with ``allowed_markets`` the keys among ``market_keys`` that its patterns
+        match (and that its allowed markets list, when given); a pattern matching none of
+        ``market_keys`` is an error naming it."""
+        if self.market_patterns is None:
+            return self
+        for pattern in self.market_patterns:
+            if not any(fnmatchcase(key, pattern) for key in market_keys):
+                raise ValueError(f"job {self.id!r} market_patterns: {pattern!r} matches none "
+                                 f"of the markets {list(market_keys)}")
+        keys = tuple(k for k in market_keys
+                     if any(fnmatchcase(k, p) for p in self.market_patterns)
+                     and (self.allowed_markets is None or k in self.allowed_markets))
+        if not keys:
+            raise ValueError(f"job {self.id!r} market_patterns={list(self.market_patterns)} "
+                             f"and allowed_markets={list(self.allowed_markets or ())}: "
+                             "expected at least one market both allow")
+        return replace(self, allowed_markets=keys)
+
+    def within_cap(self, hourly_usd: float) -> bool:
+        """True when an allocation billing ``hourly_usd`` an hour keeps to the job's cap."""
+        cap = self.max_hourly_usd
+        return cap is None or hourly_usd <= cap * (1 + 1e-12)
+
+    def affordable_count(self, price: float) -> int:
+        """How many instances at ``price`` USD an hour the cap allows (``n_max`` without one)."""
+        cap = self.max_hourly_usd
+        if cap is None or price <= 0:
+            return self.n_max
+        return min(self.n_max, math.floor(cap * (1 + 1e-12) / price))
+
+    @property
+    def home(self) -> Place | None:
+        """Where the job's checkpoint is at admission (module :mod:`solver.migration`)."""
+        return None if self.home_region is None else Place.parse(self.home_region)
 
     @property
     def restart_overhead_hours(self) -> float:
@@ -151,7 +216,8 @@ class Allocation:
 
 @dataclass(frozen=True, slots=True)
 class JobResult:
-    """Outcome of one job under one policy."""
+    """Outcome of one job under one policy. ``cost`` includes ``egress_usd``, the egress of
+    its ``migrations`` (launches that moved its checkpoint)."""
 
     job_id: str
     cost: float
@@ -166,3 +232,5 @@ class JobResult:
     spot_instance_hours: float
     on_demand_instance_hours: float
     cancelled: bool = False
+    migrations: int = 0
+    egress_usd: float = 0.0

@@ -11,12 +11,14 @@ import numpy as np
 from solver.forecast.models import Outlooks
 from solver.job import Allocation, Job
 from solver.market import SECONDS_PER_HOUR, Market
+from solver.migration import DEFAULT_MIGRATION, MigrationTable, Move, Place
 
 
 @dataclass(frozen=True, slots=True)
 class JobView:
     """A job as the scheduler sees it at a boundary: what is left of its work, the restart
-    overhead it still has to sit out, what it holds and what it has paid."""
+    overhead it still has to sit out, what it holds, what it has paid and where its newest
+    checkpoint is (:mod:`solver.migration`; ``None``: nowhere yet)."""
 
     job: Job
     remaining: float
@@ -24,6 +26,7 @@ class JobView:
     current: Allocation | None
     cost: float = 0.0
     """USD the job has paid so far."""
+    checkpoint: Place | None = None
 
     @property
     def id(self) -> str:
@@ -37,7 +40,8 @@ class Observation:
     ``price_history`` and ``availability_history`` hold closed slots ``0 .. slot-1``
     (``(markets, slot)`` arrays); ``price_now`` and ``availability_now`` are the values in
     force at this boundary. ``jobs`` are the active jobs in spot-priority order.
-    ``outlooks`` are the markets' forecasts made at this boundary from the closed slots.
+    ``outlooks`` are the markets' forecasts made at this boundary from the closed slots;
+    ``migration`` what moving a job's checkpoint to a market costs (:meth:`move`).
     """
 
     slot: int
@@ -50,6 +54,12 @@ class Observation:
     availability_now: np.ndarray
     jobs: tuple[JobView, ...]
     outlooks: Outlooks
+    migration: MigrationTable = DEFAULT_MIGRATION
+
+    def move(self, view: JobView, market: int) -> Move:
+        """What launching ``view``'s job in ``market`` now costs for its checkpoint."""
+        return self.migration.move(view.checkpoint, Place.of(self.markets[market]),
+                                   view.job.checkpoint_gb)
 
     @property
     def slot_hours(self) -> float:

@@ -11,10 +11,14 @@ Rules, slot by slot (the README states them for users):
 3. Whenever the granted configuration (market, spot, on-demand) differs from the previous
    slot's and is not empty, the job pays its restart overhead: running-but-unproductive time
    that carries over into later slots when it exceeds a slot.
-4. Every slot in which instances run is billed in full: spot at the slot's mean price,
+4. A launch in a market other than the place of the job's newest checkpoint (where it last
+   made progress; at admission its home region, or nowhere) moves the checkpoint
+   (:mod:`solver.migration`): the move's transfer time adds to the restart overhead, and its
+   egress is billed in the slot of the launch.
+5. Every slot in which instances run is billed in full: spot at the slot's mean price,
    on-demand at the market's on-demand price, including overhead time and the final partial
    slot. An instance that is lost or refused is not billed.
-5. A job is active from the first slot starting at or after its release until it finishes or
+6. A job is active from the first slot starting at or after its release until it finishes or
    its hard deadline passes; completion time is exact within the slot.
 """
 
@@ -29,6 +33,7 @@ from solver.engine import Engine
 from solver.forecast.models import MarketModels, OutlookTape
 from solver.job import Allocation, Job, JobResult
 from solver.market import MarketData
+from solver.migration import DEFAULT_MIGRATION, MigrationTable
 from solver.observation import Policy
 from solver.timefmt import iso_utc
 
@@ -51,6 +56,15 @@ class SimulationResult:
     @property
     def total_utility(self) -> float:
         return float(sum(r.utility for r in self.jobs))
+
+    @property
+    def total_migrations(self) -> int:
+        return sum(r.migrations for r in self.jobs)
+
+    @property
+    def total_egress_usd(self) -> float:
+        """USD of checkpoint egress, included in :attr:`total_cost`."""
+        return float(sum(r.egress_usd for r in self.jobs))
 
 
 def validate_jobs(jobs: Sequence[Job], data: MarketData) -> None:
@@ -77,6 +91,7 @@ def simulate(
     models: MarketModels | None = None,
     until_end: bool = False,
     tape: OutlookTape | None = None,
+    migration: MigrationTable = DEFAULT_MIGRATION,
 ) -> SimulationResult:
     """Run ``jobs`` through ``data`` under ``policy``; deterministic for deterministic policies.
 
@@ -84,11 +99,12 @@ def simulate(
     are the markets' forecasters, trained on what came before ``data`` (default: fresh ones);
     ``tape`` their outlooks, made once for several runs over the same data (:func:`tape`).
     The run stops once every job is done unless ``until_end`` (for a policy that learns from
-    the slots after that, as policy selection's counterfactuals do).
+    the slots after that, as policy selection's counterfactuals do); ``migration`` prices
+    moving a job's checkpoint.
     """
     validate_jobs(jobs, data)
     engine = Engine(data.markets, data.origin, data.slot_seconds, policy, data.n_slots,
-                    models=models)
+                    models=models, migration=migration)
     for job in jobs:
         engine.add_job(job)
     n_markets, n_slots = data.price.shape
@@ -136,18 +152,21 @@ def simulate_partitioned(
     partition_of: Callable[[str], int],
     progress: Callable[[int], None] | None = None,
     outlooks: OutlookTape | None = None,
+    migration: MigrationTable = DEFAULT_MIGRATION,
 ) -> SimulationResult:
     """Jobs split into groups that each plan alone against the whole market, as independent
     scheduler partitions do; one result with the jobs in their given order."""
     groups: dict[int, list[Job]] = {}
     for job in jobs:
         groups.setdefault(partition_of(job.id), []).append(job)
-    parts = [simulate(data, group, policy_factory(), progress, tape=outlooks)
+    parts = [simulate(data, group, policy_factory(), progress, tape=outlooks,
+                      migration=migration)
              for _, group in sorted(groups.items())]
     if len(parts) == 1:
         return parts[0]
     if not parts:
-        return simulate(data, jobs, policy_factory(), progress, tape=outlooks)
+        return simulate(data, jobs, policy_factory(), progress, tape=outlooks,
+                        migration=migration)
     by_id = {r.job_id: r for part in parts for r in part.jobs}
     return SimulationResult(
         policy=parts[0].policy,

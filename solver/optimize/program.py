@@ -4,7 +4,8 @@ program").
 Over the slots of some market data (the whole trace for the offline optimum, a forecast window
 for Committed Horizon Control), for each job ``j`` and slot ``t`` in which it is active, and
 each *configuration* ``c = (market, spot, on-demand)`` the job may run (``N_min <= spot +
-on-demand <= N_max``, allowed market, spot only if allowed and ``spot <= availability``):
+on-demand <= N_max``, allowed market, spot only if allowed and ``spot <= availability``, its
+hourly bill at the boundary's prices within the job's cap):
 
 * ``y[j,c,t]`` ∈ {0,1} runs configuration ``c``; ``sum_c y[j,c,t] <= 1`` (one market and one
   count per slot); ``sum_j sum_{c in m} spot_c·y[j,c,t] <= availability[m,t]``;
@@ -140,7 +141,9 @@ def build_program(
             start = data.slot_start(t)
             run[t] = {}
             for c in configs:
-                if c.spot > data.availability[c.market, t]:
+                if c.spot > data.availability[c.market, t] or not job.within_cap(
+                        c.spot * float(data.boundary_price[c.market, t])
+                        + c.on_demand * float(od_price[c.market])):
                     continue
                 cost = (c.spot * float(data.price[c.market, t])
                         + c.on_demand * float(od_price[c.market])) * slot_h

@@ -13,6 +13,7 @@ from solver.job import Allocation
 from solver.observation import Decision, JobView, Observation
 from solver.policies.common import (
     cheapest_on_demand_count,
+    fit_cap,
     must_use_on_demand,
     on_demand,
     one_by_one,
@@ -35,7 +36,8 @@ class OnDemandOnly:
             if keep and _finishes(obs, view, current, deadline):
                 out[view.id] = current
             else:
-                out[view.id] = on_demand(obs, view, cheapest_on_demand_count(obs, view, deadline))
+                _put(out, view, on_demand(obs, view,
+                                          cheapest_on_demand_count(obs, view, deadline)))
         return out
 
 
@@ -50,14 +52,15 @@ class SpotOnly:
 
 class Greedy:
     """Spot whenever available; on-demand at ``n_max`` once idling one more slot would make
-    the target deadline unreachable on on-demand (Can't Be Late's greedy with safety net)."""
+    the target deadline unreachable on on-demand (Can't Be Late's greedy with safety net), or
+    spot still where the job's cap forbids on-demand."""
 
     name = "greedy"
 
     def decide(self, obs: Observation) -> Decision:
         def rule(view: JobView, left: np.ndarray) -> Allocation | None:
-            if must_use_on_demand(obs, view):
-                return on_demand(obs, view)
+            if must_use_on_demand(obs, view) and (od := on_demand(obs, view)) is not None:
+                return od
             return spot(obs, view, left)
 
         return one_by_one(obs, rule)
@@ -76,17 +79,24 @@ class UniformProgress:
 
     def decide(self, obs: Observation) -> Decision:
         def rule(view: JobView, left: np.ndarray) -> Allocation | None:
-            if must_use_on_demand(obs, view):
-                return on_demand(obs, view)
+            if must_use_on_demand(obs, view) and (od := on_demand(obs, view)) is not None:
+                return od
             behind = _behind_uniform_line(obs, view)
             choice = spot(obs, view, left)
             if choice is None:
                 return on_demand(obs, view) if behind else None
             if behind and choice.spot < view.job.n_max:
-                return Allocation(choice.market, choice.spot, view.job.n_max - choice.spot)
+                return fit_cap(obs, view, Allocation(choice.market, choice.spot,
+                                                     view.job.n_max - choice.spot))
             return choice
 
         return one_by_one(obs, rule)
+
+
+def _put(out: dict[str, Allocation], view: JobView, choice: Allocation | None) -> None:
+    """Record ``choice`` for the job unless it is ``None`` (idle)."""
+    if choice is not None:
+        out[view.id] = choice
 
 
 def _behind_uniform_line(obs: Observation, view: JobView) -> bool:

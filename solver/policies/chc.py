@@ -57,7 +57,7 @@ from solver.optimize.backends import Backend, SolverLimits, solve_program
 from solver.optimize.decomposed import solve_decomposed
 from solver.optimize.plan import Plan
 from solver.optimize.program import build_program
-from solver.policies.common import keeps_deadline, on_demand, spot
+from solver.policies.common import fit_cap, keeps_deadline, on_demand, spot
 from solver.policies.forecast_sources import DistributionForecast, ForecastSource, make_source
 from solver.policies.programs import SingleJobPrograms
 
@@ -215,14 +215,20 @@ def _repair(obs: Observation, wanted: Mapping[str, Allocation | None], spot_is_s
         if choice is None:
             continue
         kept = min(choice.spot, int(left[choice.market])) if view.job.allow_spot else 0
-        left[choice.market] -= kept
-        out[view.id] = Allocation(choice.market, kept, choice.total - kept)
+        choice = fit_cap(obs, view, Allocation(choice.market, kept, choice.total - kept))
+        if choice is None:
+            continue
+        left[choice.market] -= choice.spot
+        out[view.id] = choice
     return out
 
 
 def _safe_allocation(obs: Observation, view: JobView, choice: Allocation | None,
-                     left: np.ndarray) -> Allocation:
+                     left: np.ndarray) -> Allocation | None:
     """``N_max`` instances when spot cannot be lost: the chosen allocation (else spot where
-    the boundary offers it, else on-demand) topped up with on-demand."""
+    the boundary offers it, else on-demand) topped up with on-demand (within the job's cap)."""
     choice = choice or spot(obs, view, left) or on_demand(obs, view)
-    return Allocation(choice.market, choice.spot, view.job.n_max - choice.spot)
+    if choice is None:
+        return None
+    return fit_cap(obs, view, Allocation(choice.market, choice.spot,
+                                         view.job.n_max - choice.spot))

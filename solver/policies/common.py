@@ -1,4 +1,13 @@
-"""Building blocks the rule-based policies share: market choice and deadline safety."""
+"""Building blocks the rule-based policies share: market choice, deadline safety and a job's
+spend cap.
+
+A job's cap (``max_hourly_usd``) bounds the hourly bill of every allocation at the prices in
+force at the boundary. :func:`spot` asks only for the spot instances that fit it, and
+:func:`on_demand` for the most on-demand instances it allows (at least ``n_min``) in the
+cheapest market; where no on-demand allocation fits, there is no on-demand fallback and
+:func:`on_demand` answers ``None``: the job runs what spot fits the cap and idles otherwise,
+and may miss its deadline — the cap wins over the deadline. :func:`fit_cap` trims any other
+allocation to the cap."""
 
 from __future__ import annotations
 
@@ -21,27 +30,66 @@ def must_use_on_demand(obs: Observation, view: JobView) -> bool:
 
 
 def on_demand_market(obs: Observation, view: JobView) -> int:
-    """Cheapest allowed on-demand market; the current market wins ties."""
-    return _cheapest(
-        view,
-        [(m.on_demand_price, i) for i, m in enumerate(obs.markets) if view.job.may_use(m.key)],
-    )
+    """The allowed market where on-demand at ``n_max`` finishes the job cheapest, counting the
+    egress of moving its checkpoint there, among those whose cap allows ``n_min`` on-demand
+    instances (all allowed markets when none does); the current market wins ties."""
+    job = view.job
+    hours = job.hours_needed(view.remaining, job.n_max)
+    allowed = [i for i, m in enumerate(obs.markets) if job.may_use(m.key)]
+    affordable = [i for i in allowed
+                  if job.affordable_count(obs.markets[i].on_demand_price) >= job.n_min]
+    return _cheapest(view, [
+        (obs.markets[i].on_demand_price * hours + _egress(obs, view, i), i)
+        for i in affordable or allowed])
 
 
-def on_demand(obs: Observation, view: JobView, n: int | None = None) -> Allocation:
-    """On-demand at ``n`` instances (default ``n_max``), staying put if already there."""
-    n = view.job.n_max if n is None else n
+def _egress(obs: Observation, view: JobView, market: int) -> float:
+    """USD of moving the job's checkpoint to ``market`` on a launch there."""
+    current = view.current
+    if view.job.checkpoint_gb == 0 or (current is not None and current.market == market):
+        return 0.0
+    return obs.move(view, market).egress_usd
+
+
+def on_demand(obs: Observation, view: JobView, n: int | None = None) -> Allocation | None:
+    """On-demand at ``n`` instances (default ``n_max``), or as many as the job's cap allows
+    (``None`` when not even ``n_min`` fit), staying put if already there."""
+    job = view.job
+    market = on_demand_market(obs, view)
+    n = min(job.n_max if n is None else n,
+            job.affordable_count(obs.markets[market].on_demand_price))
+    if n < job.n_min:
+        return None
     current = view.current
     if current is not None and current.spot == 0 and current.on_demand == n:
         return current
-    return Allocation(on_demand_market(obs, view), spot=0, on_demand=n)
+    return Allocation(market, spot=0, on_demand=n)
+
+
+def fit_cap(obs: Observation, view: JobView, choice: Allocation | None) -> Allocation | None:
+    """``choice`` within the job's cap at the boundary's prices: on-demand instances dropped
+    first, then spot ones, never below ``n_min`` (``None`` when even that does not fit)."""
+    job = view.job
+    if choice is None or job.max_hourly_usd is None:
+        return choice
+    m = choice.market
+    spot_price = float(obs.price_now[m])
+    od_price = obs.markets[m].on_demand_price
+    spot_n, od_n = choice.spot, choice.on_demand
+    while od_n and not job.within_cap(spot_n * spot_price + od_n * od_price):
+        od_n -= 1
+    while spot_n and not job.within_cap(spot_n * spot_price + od_n * od_price):
+        spot_n -= 1
+    if spot_n + od_n < job.n_min or not job.within_cap(spot_n * spot_price + od_n * od_price):
+        return None
+    return Allocation(m, spot_n, od_n)
 
 
 def spot(obs: Observation, view: JobView, available: np.ndarray | None = None
          ) -> Allocation | None:
     """Spot in the current market while it still offers ``n_min`` instances, else in the
-    cheapest allowed market that does; as many instances as available up to ``n_max``.
-    ``available`` (default: what the boundary shows) is the spot left per market."""
+    cheapest allowed market that does; as many instances as available up to ``n_max`` and the
+    job's cap. ``available`` (default: what the boundary shows) is the spot left per market."""
     job = view.job
     if not job.allow_spot:
         return None
@@ -50,7 +98,7 @@ def spot(obs: Observation, view: JobView, available: np.ndarray | None = None
     options = [
         (float(obs.price_now[i]), i)
         for i, m in enumerate(obs.markets)
-        if job.may_use(m.key) and available[i] >= job.n_min
+        if job.may_use(m.key) and min(available[i], affordable_spot(obs, view, i)) >= job.n_min
     ]
     if not options:
         return None
@@ -59,7 +107,14 @@ def spot(obs: Observation, view: JobView, available: np.ndarray | None = None
         market = current.market
     else:
         market = _cheapest(view, options)
-    return Allocation(market, spot=min(int(available[market]), job.n_max))
+    return Allocation(market, spot=min(int(available[market]), affordable_spot(obs, view,
+                                                                               market)))
+
+
+def affordable_spot(obs: Observation, view: JobView, market: int) -> int:
+    """Spot instances of ``market`` the job's cap allows at the boundary's price (``n_max``
+    without a cap)."""
+    return view.job.affordable_count(float(obs.price_now[market]))
 
 
 def claim(left: np.ndarray, choice: Allocation | None) -> None:
@@ -88,7 +143,7 @@ def cheapest_on_demand_count(obs: Observation, view: JobView, deadline: float) -
     job = view.job
     price = obs.markets[on_demand_market(obs, view)].on_demand_price
     best: tuple[float, int] | None = None
-    for n in range(job.n_min, job.n_max + 1):
+    for n in range(job.n_min, max(job.n_min, job.affordable_count(price)) + 1):
         hours = job.hours_needed(view.remaining, n)
         if obs.time + SECONDS_PER_HOUR * hours > deadline:
             continue

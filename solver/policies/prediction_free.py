@@ -37,7 +37,7 @@ import numpy as np
 
 from solver.job import Allocation
 from solver.observation import Decision, JobView, Observation
-from solver.policies.common import claim, on_demand, spot
+from solver.policies.common import claim, fit_cap, on_demand, spot
 
 
 class PredictionFree:
@@ -94,7 +94,7 @@ class PredictionFree:
         overhead = job.restart_overhead
         margin = self.margin(obs, view)
         if margin == -math.inf:
-            return on_demand(obs, view)
+            return on_demand(obs, view) or spot(free, view)
         choice = spot(free, view)
         current = view.current
         if current is not None and current.spot == 0:
@@ -104,5 +104,6 @@ class PredictionFree:
         if choice is None:
             return on_demand(obs, view) if margin < 0 else None
         if margin < 0 and choice.spot < job.n_max:
-            return Allocation(choice.market, choice.spot, job.n_max - choice.spot)
+            return fit_cap(obs, view, Allocation(choice.market, choice.spot,
+                                                 job.n_max - choice.spot))
         return choice

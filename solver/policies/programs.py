@@ -58,7 +58,7 @@ from solver.market import SECONDS_PER_HOUR
 from solver.observation import JobView, Observation
 from solver.optimize import stochastic
 from solver.optimize.stochastic import IDLE, ON_DEMAND, SPOT, SingleJob, Solution, SpotModel
-from solver.policies.common import claim, finishable, on_demand, on_demand_market
+from solver.policies.common import claim, finishable, fit_cap, on_demand, on_demand_market
 from solver.policies.forecast_sources import ForecastSource
 from solver.policies.prediction_free import PredictionFree
 
@@ -115,6 +115,7 @@ class SingleJobPrograms:
                 if not finishable(obs, view, choice, credit_spot=self.forecast.exact,
                                   by=view.job.hard_deadline):
                     choice = on_demand(obs, view)
+                choice = fit_cap(obs, view, choice)
             else:
                 continue
             claim(left, choice)

@@ -3,10 +3,12 @@ later is checked too): answers within the model, the same seed gives the same pl
 pickled mid-run carries on exactly, and observations are not mutated."""
 
 import pickle
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from solver.policies import POLICIES, make_policy
 from solver.simulator import simulate
@@ -76,6 +78,33 @@ def test_counts_stay_within_n_min_n_max_and_spot_within_what_the_boundary_shows(
             assert a.spot == 0 or view.job.allow_spot
             asked[a.market] += a.spot
         assert all(asked[m] <= obs.availability_now[m] for m in range(len(obs.markets)))
+
+
+@st.composite
+def constrained(draw):
+    """Scenarios whose jobs carry spend caps, market patterns and checkpoints."""
+    data, jobs = draw(scenarios())
+    return data, [replace(j, max_hourly_usd=draw(st.sampled_from([None, 1.0, 2.0, 4.0, 7.0])),
+                          market_patterns=draw(st.sampled_from([None, ("*/us-east-1a/*",)])),
+                          checkpoint_gb=draw(st.sampled_from([0.0, 50.0]))) for j in jobs]
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+@settings(max_examples=10, deadline=None)
+@given(scenario=constrained())
+def test_answers_keep_each_jobs_cap_and_the_markets_its_patterns_allow(name, scenario):
+    data, jobs = scenario
+    recorder = Recorder(policy_for(name, data, jobs))
+    simulate(data, jobs, recorder)  # the engine refuses an answer over a cap or off the patterns
+    for obs, answer in recorder.seen:
+        for view in obs.jobs:
+            a = answer.get(view.id)
+            if a is None or a.total == 0:
+                continue
+            bill = a.spot * obs.price_now[a.market] + a.on_demand * obs.markets[
+                a.market].on_demand_price
+            assert view.job.within_cap(bill)
+            assert view.job.may_use(obs.markets[a.market].key)
 
 
 @pytest.mark.parametrize("name", sorted(POLICIES))

@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from solver.job import Allocation, Job
 from solver.market import MarketData
+from solver.migration import DEFAULT_MIGRATION, MigrationTable
 from solver.observation import Decision, Observation
 from solver.optimize.backends import DEFAULT_LIMITS, Backend, SolverLimits
 from solver.optimize.offline import Method, solve_offline
@@ -19,14 +20,16 @@ from solver.optimize.plan import Plan
 
 
 class Optimum:
-    """Replays :func:`~solver.optimize.offline.solve_offline`'s plan for ``jobs`` on ``data``.
+    """Replays :func:`~solver.optimize.offline.solve_offline`'s plan for ``jobs`` on ``data``
+    (moves priced by ``migration``: replay it with the same table).
 
     A job still active after its last planned slot (a sliver of work left by floating-point
     rounding) keeps its last planned allocation.
     """
 
     name = "optimum"
-    CONTEXT: ClassVar[tuple[str, ...]] = ("data", "jobs", "method", "backend", "limits")
+    CONTEXT: ClassVar[tuple[str, ...]] = ("data", "jobs", "method", "backend", "limits",
+                                          "migration")
 
     def __init__(
         self,
@@ -35,9 +38,10 @@ class Optimum:
         method: Method = "auto",
         backend: Backend = "highs",
         limits: SolverLimits = DEFAULT_LIMITS,
+        migration: MigrationTable = DEFAULT_MIGRATION,
     ) -> None:
         self.data = data
-        self.plan: Plan = solve_offline(data, jobs, method, backend, limits)
+        self.plan: Plan = solve_offline(data, jobs, method, backend, limits, migration)
         self._last: dict[str, tuple[int, Allocation]] = {}
         for t, allocations in self.plan.slots.items():
             for job_id, allocation in allocations.items():

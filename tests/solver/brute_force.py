@@ -6,6 +6,7 @@ import itertools
 
 from solver.job import Allocation, Job
 from solver.market import MarketData
+from solver.migration import DEFAULT_MIGRATION, MigrationTable
 from solver.optimize.horizon import active_slots
 from solver.simulator import SimulationResult, simulate
 from tests.solver.helpers import Scripted
@@ -13,14 +14,16 @@ from tests.solver.helpers import Scripted
 
 def job_options(job: Job, data: MarketData, t: int) -> list[Allocation | None]:
     """Idle, and every allocation the job may request in slot ``t`` that spot can grant
-    (asking for more spot than is available is granted as asking for what is)."""
+    (asking for more spot than is available is granted as asking for what is) and its cap
+    allows."""
     out: list[Allocation | None] = [None]
     for m, market in enumerate(data.markets):
         if not job.may_use(market.key):
             continue
         for n in range(job.n_min, job.n_max + 1):
             for s in range(n + 1 if job.allow_spot else 1):
-                if s <= data.availability[m, t]:
+                bill = s * data.boundary_price[m, t] + (n - s) * market.on_demand_price
+                if s <= data.availability[m, t] and job.within_cap(bill):
                     out.append(Allocation(m, s, n - s))
     return out
 
@@ -36,13 +39,14 @@ def slot_choices(data: MarketData, jobs: list[Job]) -> list[list[tuple[Allocatio
     return per_slot
 
 
-def enumerate_best(data: MarketData, jobs: list[Job]) -> SimulationResult:
+def enumerate_best(data: MarketData, jobs: list[Job],
+                   migration: MigrationTable = DEFAULT_MIGRATION) -> SimulationResult:
     """The simulation of highest total utility over all plans."""
     best: SimulationResult | None = None
     for plan in itertools.product(*slot_choices(data, jobs)):
         table = {t: {j.id: a for j, a in zip(jobs, combo, strict=True) if a is not None}
                  for t, combo in enumerate(plan)}
-        result = simulate(data, jobs, Scripted(table))
+        result = simulate(data, jobs, Scripted(table), migration=migration)
         if best is None or result.total_utility > best.total_utility:
             best = result
     if best is None:

@@ -4,6 +4,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from solver.job import Allocation
+from solver.market import Market, MarketData
+from solver.migration import DEFAULT_MIGRATION
 from solver.optimize import SolverLimits, exact_dp_applies, solve_offline, solve_single_job
 from solver.policies import make_policy
 from solver.simulator import simulate
@@ -137,3 +139,69 @@ def test_the_optimum_replays_its_plan_and_checks_the_grid():
     shifted = flat_data([[1.0, 0.5, 2.0]], [[1, 1, 1]], slot=1800.0)
     with pytest.raises(ValueError, match="expected the slot grid"):
         simulate(shifted, [job(workload=0.1, soft=3 * 1800.0)], policy)
+
+
+# -- several markets, moves of the checkpoint priced --------------------------------------------
+
+REGIONS = (("us-east-1", "us-east-1a"), ("us-east-2", "us-east-2b"), ("us-west-2", "us-west-2a"),
+           ("us-east-1", "us-east-1c"))
+
+
+@st.composite
+def migrating_cases(draw):
+    n_markets = draw(st.integers(2, 3))
+    n_slots = draw(st.integers(3, 4))
+    shape = (n_markets, n_slots)
+    price = draw(st.lists(st.sampled_from([0.3, 0.9, 1.6]), min_size=n_markets * n_slots,
+                          max_size=n_markets * n_slots))
+    avail = draw(st.lists(st.integers(0, 1), min_size=n_markets * n_slots,
+                          max_size=n_markets * n_slots))
+    slot = draw(st.sampled_from([HOUR, 195.0]))
+    zones = draw(st.permutations(REGIONS))[:n_markets]
+    markets = [Market("aws", r, z, "p3.2xlarge", draw(st.sampled_from([2.0, 3.0])))
+               for r, z in zones]
+    data = MarketData.from_slots(markets, 0.0, slot, np.reshape(price, shape),
+                                 np.reshape(avail, shape))
+    hard = n_slots * slot
+    gb = draw(st.sampled_from([0.0, 20.0, 300.0]))
+    j = job(workload=round(draw(st.floats(0.1, 0.9)) * (hard / HOUR), 3), soft=hard,
+            restart_overhead=draw(st.sampled_from([0.0, 72.0, 720.0, 4000.0])),
+            value=draw(st.sampled_from([0.0, 20.0])),
+            miss_penalty=draw(st.sampled_from([0.0, 5.0])),
+            checkpoint_gb=gb, home_region=draw(st.sampled_from([None, "aws/us-east-1",
+                                                                 "aws/us-west-2"])),
+            max_hourly_usd=draw(st.sampled_from([None, 1.0, 2.5])))
+    table = DEFAULT_MIGRATION.overridden_by({
+        "bandwidth_gbps": {"same-region": 8.0, "cross-region": 2.0, "cross-continent": 1.0,
+                           "cross-cloud": 1.0},
+        "transfer_rounding_seconds": draw(st.sampled_from([0.0, 60.0]))})
+    table = table.with_transfer_time(draw(st.booleans()))
+    assume(plan_count(data, [j]) <= 3000)
+    return data, j, table
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(migrating_cases())
+def test_over_several_markets_with_moves_priced_the_program_equals_enumeration(case):
+    data, j, table = case
+    plan = solve_single_job(data, j, table)
+    replay = simulate(data, [j], make_policy("optimum", data=data, jobs=[j], migration=table),
+                      migration=table)
+    assert plan.method == "dp"
+    assert replay.total_utility == pytest.approx(plan.expected_utility, abs=1e-9)
+    best = enumerate_best(data, [j], table)
+    assert replay.total_utility == pytest.approx(best.total_utility, abs=1e-9)
+
+
+def test_the_program_pays_for_a_move_only_when_it_saves_more():
+    # Market 1 is cheaper by 0.5 USD an hour for 4 hours: worth a 1 USD move (50 GB at 0.02),
+    # not a 10 USD one (500 GB).
+    markets = [Market("aws", "us-east-1", "us-east-1a", "p3.2xlarge", 3.0),
+               Market("aws", "us-west-2", "us-west-2a", "p3.2xlarge", 3.0)]
+    data = MarketData.from_slots(markets, 0.0, HOUR, [[1.0] * 6, [0.5] * 6], [[1] * 6] * 2)
+    table = DEFAULT_MIGRATION.with_transfer_time(False)
+    for gb, market in ((50.0, 1), (500.0, 0)):
+        j = job(workload=4.0, soft=6 * HOUR, checkpoint_gb=gb, home_region="aws/us-east-1",
+                miss_penalty=100.0)
+        plan = solve_single_job(data, j, table)
+        assert {a["j"].market for a in plan.slots.values()} == {market}

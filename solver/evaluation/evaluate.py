@@ -39,8 +39,8 @@ from solver.policies.selection import FALLBACK, Selector
 from solver.policies.spec import format_pool
 from solver.simulator import simulate
 
-POLICY_ORDER = ("on-demand", "spot-only", "greedy", "uniform-progress", "prediction-free",
-                "chc", "risk-aware", "policy-selection", "optimum")
+POLICY_ORDER = ("on-demand", "spot-only", "greedy", "uniform-progress", "eager-failover",
+                "prediction-free", "chc", "risk-aware", "policy-selection", "optimum")
 """The policies an evaluation knows, in report order."""
 
 PLANNERS = ("risk-aware", "chc")

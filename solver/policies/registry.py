@@ -14,6 +14,7 @@ from typing import Any
 from solver.observation import Policy
 from solver.policies.baselines import Greedy, OnDemandOnly, SpotOnly, UniformProgress
 from solver.policies.chc import CommittedHorizonControl
+from solver.policies.eager_failover import EagerFailover
 from solver.policies.optimum import Optimum
 from solver.policies.prediction_free import PredictionFree
 from solver.policies.risk_aware import RiskAware
@@ -22,7 +23,7 @@ from solver.policies.spec import POLICY_NAMES, ParamValue, PolicySpec
 
 POLICIES: dict[str, Callable[..., Policy]] = {
     cls.name: cls
-    for cls in (OnDemandOnly, SpotOnly, Greedy, UniformProgress, PredictionFree,
+    for cls in (OnDemandOnly, SpotOnly, Greedy, UniformProgress, EagerFailover, PredictionFree,
                 CommittedHorizonControl, RiskAware, PolicySelection, Optimum)
 }
 """Policy classes by name, in report order."""

@@ -17,7 +17,7 @@ import numpy as np
 
 from solver.decision import Departure, Outcome, SlotDecision
 from solver.forecast.models import MarketModels, Outlooks
-from solver.job import Allocation, Job, JobResult
+from solver.job import FINISH_TOLERANCE, Allocation, Job, JobResult
 from solver.market import SECONDS_PER_HOUR, Market
 from solver.migration import DEFAULT_MIGRATION, STAY, MigrationTable, Move, Place
 from solver.observation import Decision, JobView, Observation, Policy
@@ -441,8 +441,7 @@ class Engine:
                 f"{where}: {request.total} instances; expected 0 or between n_min={job.n_min} "
                 f"and n_max={job.n_max}"
             )
-        bill = hourly_bill(request, price_now[request.market],
-                           self._od_price[request.market])
+        bill = request.hourly_usd(price_now[request.market], self._od_price[request.market])
         if not job.within_cap(bill):
             raise PolicyError(
                 f"{where}: an hourly bill of {bill:.4f} USD; expected at most "
@@ -469,11 +468,6 @@ def _grant(state: JobState, request: Allocation | None, capacity: np.ndarray) ->
     return granted
 
 
-def hourly_bill(allocation: Allocation, spot_price: float, on_demand_price: float) -> float:
-    """USD an hour of ``allocation`` at these prices: what a job's cap bounds."""
-    return allocation.spot * float(spot_price) + allocation.on_demand * float(on_demand_price)
-
-
 def _run_slot(state: JobState, granted: Allocation | None, start: float, slot_s: float,
               move: Move) -> bool:
     """Advance one job by one slot with its granted allocation, a launch paying ``move``;
@@ -492,7 +486,7 @@ def _run_slot(state: JobState, granted: Allocation | None, start: float, slot_s:
     state.pending_overhead -= overhead
     rate = state.job.throughput(granted.total) / SECONDS_PER_HOUR  # work per second
     productive = slot_s - overhead
-    if rate * productive >= state.remaining:
+    if rate * productive >= state.remaining - FINISH_TOLERANCE * state.job.workload:
         state.completion = start + overhead + state.remaining / rate
         state.remaining = 0.0
         state.finished = True

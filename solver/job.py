@@ -14,6 +14,10 @@ from solver.timefmt import iso_utc
 TIME_FIELDS = frozenset({"release", "soft_deadline", "hard_deadline"})
 """The fields of a job that are Unix seconds."""
 
+FINISH_TOLERANCE = 1e-12
+"""Share of a job's workload below which what is left counts as done: sums of slot-sized
+pieces of work that are exact in hours need not be exact in floating point."""
+
 
 @dataclass(frozen=True, slots=True)
 class Job:
@@ -212,6 +216,10 @@ class Allocation:
     @property
     def total(self) -> int:
         return self.spot + self.on_demand
+
+    def hourly_usd(self, spot_price: float, on_demand_price: float) -> float:
+        """USD an hour at these prices per instance-hour: what a job's cap bounds."""
+        return self.spot * float(spot_price) + self.on_demand * float(on_demand_price)
 
 
 @dataclass(frozen=True, slots=True)

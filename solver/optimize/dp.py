@@ -47,7 +47,7 @@ from fractions import Fraction
 import numpy as np
 from numba import njit
 
-from solver.job import Allocation, Job
+from solver.job import FINISH_TOLERANCE, Allocation, Job
 from solver.market import SECONDS_PER_HOUR, MarketData
 from solver.migration import DEFAULT_MIGRATION, MigrationTable, Move, Place
 from solver.optimize.horizon import active_slots
@@ -56,7 +56,6 @@ from solver.optimize.plan import Plan
 MAX_STORED_CHOICES = 300_000_000
 """Largest number of stored choice cells (bytes) the program accepts."""
 
-_FINISH_TOLERANCE = 1e-12
 _NEG = -np.inf
 START = -1
 """The checkpoint place of a job that has not made progress yet: its home region or nowhere."""
@@ -219,7 +218,7 @@ def _build(job: Job, data: MarketData, migration: MigrationTable) -> _Model | No
 
 def _need_units(job: Job, unit: float) -> float:
     seconds = job.workload / job.throughput(job.n_min) * SECONDS_PER_HOUR
-    return seconds / unit * (1.0 - _FINISH_TOLERANCE)
+    return seconds / unit * (1.0 - FINISH_TOLERANCE)
 
 
 def _bands(need: float, slot_units: int, n_slots: int) -> tuple[np.ndarray, np.ndarray]:
@@ -288,7 +287,7 @@ def solve_single_job(data: MarketData, job: Job,
     usable = data.availability[markets, cut] >= spot.astype(np.int64)
     if job.max_hourly_usd is not None:
         bill = spot * data.boundary_price[markets, cut] + on_demand * od_price
-        usable &= bill <= job.max_hourly_usd * (1 + 1e-12)
+        usable &= np.vectorize(job.within_cap)(bill)
     rows = model.stored()
     width = np.clip(hi - lo + 1, 0, None)
     offsets = np.concatenate(([0], np.cumsum(width * int((rows >= 0).sum())))).astype(np.int64)

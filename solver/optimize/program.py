@@ -142,8 +142,7 @@ def build_program(
             run[t] = {}
             for c in configs:
                 if c.spot > data.availability[c.market, t] or not job.within_cap(
-                        c.spot * float(data.boundary_price[c.market, t])
-                        + c.on_demand * float(od_price[c.market])):
+                        c.hourly_usd(data.boundary_price[c.market, t], od_price[c.market])):
                     continue
                 cost = (c.spot * float(data.price[c.market, t])
                         + c.on_demand * float(od_price[c.market])) * slot_h

@@ -72,17 +72,14 @@ def fit_cap(obs: Observation, view: JobView, choice: Allocation | None) -> Alloc
     job = view.job
     if choice is None or job.max_hourly_usd is None:
         return choice
-    m = choice.market
-    spot_price = float(obs.price_now[m])
-    od_price = obs.markets[m].on_demand_price
-    spot_n, od_n = choice.spot, choice.on_demand
-    while od_n and not job.within_cap(spot_n * spot_price + od_n * od_price):
-        od_n -= 1
-    while spot_n and not job.within_cap(spot_n * spot_price + od_n * od_price):
-        spot_n -= 1
-    if spot_n + od_n < job.n_min or not job.within_cap(spot_n * spot_price + od_n * od_price):
+    prices = (float(obs.price_now[choice.market]), obs.markets[choice.market].on_demand_price)
+    while choice.on_demand and not job.within_cap(choice.hourly_usd(*prices)):
+        choice = Allocation(choice.market, choice.spot, choice.on_demand - 1)
+    while choice.spot and not job.within_cap(choice.hourly_usd(*prices)):
+        choice = Allocation(choice.market, choice.spot - 1, choice.on_demand)
+    if choice.total < job.n_min or not job.within_cap(choice.hourly_usd(*prices)):
         return None
-    return Allocation(m, spot_n, od_n)
+    return choice
 
 
 def spot(obs: Observation, view: JobView, available: np.ndarray | None = None
@@ -115,6 +112,21 @@ def affordable_spot(obs: Observation, view: JobView, market: int) -> int:
     """Spot instances of ``market`` the job's cap allows at the boundary's price (``n_max``
     without a cap)."""
     return view.job.affordable_count(float(obs.price_now[market]))
+
+
+def decide_in_turn(
+    obs: Observation, decide_job: Callable[[Observation, JobView, np.ndarray], Allocation | None],
+) -> dict[str, Allocation]:
+    """Each job's allocation by ``decide_job`` (``None``: idle), the jobs decided in the
+    observation's order, each on the spot the jobs before it left."""
+    left = np.array(obs.availability_now, dtype=np.int64)
+    out: dict[str, Allocation] = {}
+    for view in obs.jobs:
+        choice = decide_job(obs, view, left)
+        if choice is not None:
+            claim(left, choice)
+            out[view.id] = choice
+    return out
 
 
 def claim(left: np.ndarray, choice: Allocation | None) -> None:

@@ -38,7 +38,7 @@ import numpy as np
 from solver.job import Allocation
 from solver.migration import Place
 from solver.observation import Decision, JobView, Observation
-from solver.policies.common import affordable_spot, claim, fit_cap, on_demand
+from solver.policies.common import affordable_spot, decide_in_turn, fit_cap, on_demand
 
 Kind = Literal["none", "spot", "on-demand"]
 
@@ -56,13 +56,7 @@ class EagerFailover:
         """Per job, the market of the last slot it ran in."""
 
     def decide(self, obs: Observation) -> Decision:
-        left = np.array(obs.availability_now, dtype=np.int64)
-        out: dict[str, Allocation] = {}
-        for view in obs.jobs:
-            choice = self.decide_job(obs, view, left)
-            if choice is not None:
-                claim(left, choice)
-                out[view.id] = choice
+        out = decide_in_turn(obs, self.decide_job)
         live = {v.id for v in obs.jobs}
         self._last_held = {k: m for k, m in self._last_held.items() if k in live}
         self._last_ran = {k: m for k, m in self._last_ran.items() if k in live}
@@ -78,6 +72,8 @@ class EagerFailover:
             self._last_ran[view.id] = current.market
         held = current if current is not None and (
             current.spot == 0 or left[current.market] >= current.spot) else None
+        if held is not None and fit_cap(obs, view, held) != held:
+            held = None  # its spot price rose over the job's cap: let it go as if lost
         if held is not None:
             self._last_held[view.id] = held.market
         kind: Kind = "none" if held is None else "spot" if held.spot else "on-demand"

@@ -37,7 +37,7 @@ import numpy as np
 
 from solver.job import Allocation
 from solver.observation import Decision, JobView, Observation
-from solver.policies.common import claim, fit_cap, on_demand, spot
+from solver.policies.common import decide_in_turn, fit_cap, on_demand, spot
 
 
 class PredictionFree:
@@ -65,14 +65,7 @@ class PredictionFree:
                 f"tolerance={self.tolerance})")
 
     def decide(self, obs: Observation) -> Decision:
-        left = np.array(obs.availability_now, dtype=np.int64)
-        out: dict[str, Allocation] = {}
-        for view in obs.jobs:
-            choice = self.decide_job(obs, view, left)
-            if choice is not None:
-                claim(left, choice)
-                out[view.id] = choice
-        return out
+        return decide_in_turn(obs, self.decide_job)
 
     def margin(self, obs: Observation, view: JobView) -> float:
         """The job's margin in seconds (module doc); ``-inf`` once its slack is under one slot

@@ -276,8 +276,9 @@ class PolicySelection:
 def _share_spot(obs: Observation, answers: dict[str, Allocation]) -> dict[str, Allocation]:
     """Members decide without seeing each other's jobs; in spot-priority order, a spot request
     that jobs before it already hold moves to the cheapest allowed market with room (the
-    current one first). When there is none, the spot is cut to what is left, and the job idles
-    if that leaves it under ``N_min`` (the simulator would have refused the request)."""
+    current one first) whose bill keeps to the job's cap. When there is none, the spot is cut
+    to what is left, and the job idles if that leaves it under ``N_min`` (the simulator would
+    have refused the request)."""
     left = np.array(obs.availability_now)
     out: dict[str, Allocation] = {}
     for view in obs.jobs:
@@ -288,7 +289,9 @@ def _share_spot(obs: Observation, answers: dict[str, Allocation]) -> dict[str, A
             current = view.current.market if view.current is not None else -1
             room = [(float(obs.price_now[i]), i != current, i)
                     for i, m in enumerate(obs.markets)
-                    if view.job.may_use(m.key) and left[i] >= choice.spot]
+                    if view.job.may_use(m.key) and left[i] >= choice.spot
+                    and view.job.within_cap(choice.hourly_usd(obs.price_now[i],
+                                                              m.on_demand_price))]
             if room:
                 choice = Allocation(min(room)[2], choice.spot, choice.on_demand)
             else:

@@ -22,9 +22,10 @@ def job_options(job: Job, data: MarketData, t: int) -> list[Allocation | None]:
             continue
         for n in range(job.n_min, job.n_max + 1):
             for s in range(n + 1 if job.allow_spot else 1):
-                bill = s * data.boundary_price[m, t] + (n - s) * market.on_demand_price
+                a = Allocation(m, s, n - s)
+                bill = a.hourly_usd(data.boundary_price[m, t], market.on_demand_price)
                 if s <= data.availability[m, t] and job.within_cap(bill):
-                    out.append(Allocation(m, s, n - s))
+                    out.append(a)
     return out
 
 

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, replace
 
 from solver.job import Job
 from solver.market import MarketData
+from solver.migration import DEFAULT_MIGRATION, MigrationTable
 from solver.observation import Policy
 from solver.policies import HINDSIGHT, PolicySpec, check_spec, make_policy
 from solver.policies.baselines import OnDemandOnly
@@ -16,7 +17,8 @@ from solver.simulator import SimulationResult, simulate_partitioned, tape
 @dataclass(frozen=True, slots=True)
 class PolicySummary:
     """Totals of one policy over a workload; ``cost_vs_on_demand`` is its bill divided by the
-    on-demand-only bill for the same jobs."""
+    on-demand-only bill for the same jobs; ``migrations`` and ``egress_usd`` (in the cost)
+    count the moves of the jobs' checkpoints."""
 
     policy: str
     jobs: int
@@ -30,6 +32,8 @@ class PolicySummary:
     preemptions: int
     refusals: int
     restarts: int
+    migrations: int = 0
+    egress_usd: float = 0.0
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -52,6 +56,8 @@ def summarize(result: SimulationResult, on_demand_cost: float | None) -> PolicyS
         preemptions=sum(j.preemptions for j in jobs),
         refusals=sum(j.refusals for j in jobs),
         restarts=sum(j.restarts for j in jobs),
+        migrations=result.total_migrations,
+        egress_usd=result.total_egress_usd,
     )
 
 
@@ -61,11 +67,12 @@ def compare_policies(
     policies: Sequence[str | PolicySpec],
     progress: Callable[[int], None] | None = None,
     partition_of: Callable[[str], int] = lambda job_id: 0,
+    migration: MigrationTable = DEFAULT_MIGRATION,
 ) -> tuple[list[SimulationResult], list[PolicySummary]]:
     """Simulate each policy spec; on-demand only also runs (unreported) when not named, as
     the reference for ``cost_vs_on_demand``. ``partition_of`` splits the jobs among
-    independent schedulers (default: one scheduler for all). A result is labelled with its
-    spec (``chc:window_hours=12``)."""
+    independent schedulers (default: one scheduler for all); ``migration`` prices moving
+    checkpoints. A result is labelled with its spec (``chc:window_hours=12``)."""
     if not policies:
         raise ValueError("policies: expected at least one policy")
     specs = [check_spec(p) for p in policies]
@@ -75,17 +82,19 @@ def compare_policies(
         raise ValueError(f"policies: {duplicates} named more than once")
 
     def build(spec: PolicySpec) -> Policy:
-        hindsight = {"data": data, "jobs": list(jobs)} if spec.name in HINDSIGHT else {}
+        hindsight = {"data": data, "jobs": list(jobs), "migration": migration} \
+            if spec.name in HINDSIGHT else {}
         return make_policy(spec, **hindsight)
 
     outlooks = tape(data)
     results = [
         replace(simulate_partitioned(data, jobs, lambda s=spec: build(s), partition_of,
-                                     progress, outlooks), policy=str(spec))
+                                     progress, outlooks, migration), policy=str(spec))
         for spec in specs
     ]
     reference = next((r for r in results if r.policy == OnDemandOnly.name), None)
     if reference is None:
-        reference = simulate_partitioned(data, jobs, OnDemandOnly, partition_of)
+        reference = simulate_partitioned(data, jobs, OnDemandOnly, partition_of,
+                                         migration=migration)
     summaries = [summarize(r, reference.total_cost) for r in results]
     return results, summaries

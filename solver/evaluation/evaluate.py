@@ -78,8 +78,8 @@ DEFAULT_SETTINGS = EvaluationSettings()
 
 @dataclass(frozen=True, slots=True)
 class PolicyStats:
-    """One policy over a case: jobs run, their mean cost, utility and restarts, and the
-    deadlines missed."""
+    """One policy over a case: jobs run, their mean cost, utility and restarts, the deadlines
+    missed, and the mean migrations and egress (in the cost) of moving checkpoints."""
 
     runs: int
     mean_cost_usd: float
@@ -87,6 +87,8 @@ class PolicyStats:
     mean_restarts: float
     hard_deadline_misses: int
     soft_deadline_misses: int
+    mean_migrations: float = 0.0
+    mean_egress_usd: float = 0.0
 
     @staticmethod
     def of(results: Sequence[JobResult]) -> PolicyStats:
@@ -100,6 +102,8 @@ class PolicyStats:
             mean_restarts=mean([r.restarts for r in results]),
             hard_deadline_misses=sum(not r.hard_deadline_met for r in results),
             soft_deadline_misses=sum(not r.soft_deadline_met for r in results),
+            mean_migrations=mean([r.migrations for r in results]),
+            mean_egress_usd=mean([r.egress_usd for r in results]),
         )
 
     def as_dict(self) -> dict[str, float | int]:
@@ -202,7 +206,7 @@ def play(spec: PolicySpec, episode: Episode, settings: EvaluationSettings,
         extra = {"selector": selector, "build": _builder(data, settings)}
     policy = _builder(data, settings)(spec, **extra)
     result = simulate(data, jobs, policy, models=episode.fresh_models(),
-                      until_end=spec.name == "policy-selection")
+                      until_end=spec.name == "policy-selection", migration=episode.migration)
     return list(result.jobs)
 
 
@@ -213,8 +217,10 @@ def play_optimum(episode: Episode, settings: EvaluationSettings) -> tuple[list[J
     results: dict[str, JobResult] = {}
     unproven = 0
     for group in competing_groups(jobs, data):
-        policy = Optimum(data, group, limits=settings.optimum_limits)
-        results.update((r.job_id, r) for r in simulate(data, group, policy).jobs)
+        policy = Optimum(data, group, limits=settings.optimum_limits,
+                         migration=episode.migration)
+        results.update((r.job_id, r) for r in simulate(data, group, policy,
+                                                       migration=episode.migration).jobs)
         unproven += 0 if policy.plan.optimal else len(group)
     return [results[j.id] for j in jobs], unproven
 

@@ -9,6 +9,16 @@
   its on-demand bill under the simulator's billing (so on-demand only has utility 0 and a
   policy's utility is what it saves) until the deadline; a miss costs ``miss_penalty_factor``
   times that.
+* ``multi-region`` sets up SkyNomad's multi-region task (DESIGN §6): slots are the trace's ticks
+  (``tick_slots``) of the chosen zones (every market of the traces by default), and each
+  window holds one single-instance job that may run in any of them: ``work`` hours of work
+  (default: the deadline ÷ ``ratio``) due ``deadline`` hours after the window starts (soft =
+  hard), with a restart overhead and a checkpoint of ``checkpoint_gb`` GB, nowhere at first
+  (the first launch moves nothing). Windows are ``⌈deadline / tick⌉`` ticks long, seeded as
+  Can't Be Late draws them or, given ``window_indices``, the artifact's sequential tiling
+  (window ``i`` starts at tick ``i × length``). One case per checkpoint size. Moves are priced
+  by the migration table, with transfer times counted only with ``transfer_time``. The job is
+  worth its on-demand bill as in ``cant-be-late``.
 * ``fine-tune`` runs several multi-instance fine-tuning jobs per window on hourly slots
   (``build_market_data``), competing for spot capacity in every market: jobs from
   :func:`~solver.workload.generate_jobs` (``n_min = n_max / 2``, ``n_max`` up to 8,
@@ -35,19 +45,22 @@ import numpy as np
 from solver.forecast.models import MarketModels
 from solver.job import Job
 from solver.market import SECONDS_PER_HOUR, MarketData, MarketTicks, build_market_data, tick_slots
+from solver.migration import DEFAULT_MIGRATION, MigrationTable
 from solver.workload import WorkloadSpec, generate_jobs
 
-SCENARIOS = ("cant-be-late", "fine-tune", "scarce")
+SCENARIOS = ("cant-be-late", "multi-region", "fine-tune", "scarce")
 
 
 @dataclass(frozen=True)
 class Episode:
-    """One window of market data, the jobs released in it, and the markets' forecasters as
-    trained on the data before the window (copy them before use: they learn in place)."""
+    """One window of market data, the jobs released in it, the markets' forecasters as
+    trained on the data before the window (copy them before use: they learn in place), and
+    what moving a job's checkpoint costs there."""
 
     data: MarketData
     jobs: tuple[Job, ...]
     models: MarketModels | None = field(default=None, compare=False, repr=False)
+    migration: MigrationTable = field(default=DEFAULT_MIGRATION, compare=False, repr=False)
 
     def fresh_models(self) -> MarketModels | None:
         """A copy of the trained forecasters, for one run over the episode."""
@@ -77,6 +90,38 @@ class CantBeLateSpec:
     tick_seconds: float = 195.0
     window_ticks: int = 1145
     miss_penalty_factor: float = 10.0
+
+
+ARTIFACT_DEADLINE_HOURS = 1106 * 195.0 / SECONDS_PER_HOUR
+"""SkyNomad's multi-region deadline: its windows' 1,107 ticks of 195 s less one (59.91 h)."""
+
+
+@dataclass(frozen=True)
+class MultiRegionSpec:
+    """The multi-region setup (module doc): ``zones`` (every market's when ``None``),
+    ``window_indices`` (seeded windows when empty), the deadline and the work (the deadline ÷
+    ``ratio`` when ``None``) in hours, the restart overhead, a case per checkpoint size, and
+    whether moves take transfer time (``migration`` prices them)."""
+
+    zones: tuple[str, ...] | None = None
+    window_indices: tuple[int, ...] = ()
+    deadline_hours: float = ARTIFACT_DEADLINE_HOURS
+    work_hours: float | None = None
+    ratio: float = 1.5
+    overhead_hours: float = 0.2
+    checkpoints_gb: tuple[float, ...] = (0.0, 50.0, 500.0)
+    transfer_time: bool = False
+    tick_seconds: float = 195.0
+    miss_penalty_factor: float = 10.0
+    migration: MigrationTable = field(default=DEFAULT_MIGRATION, compare=False, repr=False)
+
+    @property
+    def work(self) -> float:
+        return self.deadline_hours / self.ratio if self.work_hours is None else self.work_hours
+
+    @property
+    def window_ticks(self) -> int:
+        return math.ceil(self.deadline_hours * SECONDS_PER_HOUR / self.tick_seconds)
 
 
 @dataclass(frozen=True)
@@ -140,6 +185,68 @@ def cant_be_late_cases(
             name = f"cant-be-late {work:g}h/{deadline:g}h/{overhead:g}h"
             cases.append(Case("cant-be-late", name, episodes))
     return cases
+
+
+def multi_region_cases(
+    ticks: Sequence[MarketTicks], windows: int, seed: int,
+    spec: MultiRegionSpec = MultiRegionSpec(),
+) -> list[Case]:
+    """One case per checkpoint size of ``spec`` (module doc)."""
+    work, deadline, overhead = spec.work, spec.deadline_hours, spec.overhead_hours
+    if not (spec.ratio > 0 and work > 0 and overhead >= 0 and work + overhead <= deadline):
+        raise ValueError(
+            f"multi-region: work {work:g} h, deadline {deadline:g} h, restart overhead "
+            f"{overhead:g} h: expected work > 0 and work plus overhead within the deadline")
+    if not spec.checkpoints_gb or any(not gb >= 0 for gb in spec.checkpoints_gb):
+        raise ValueError(f"multi-region checkpoint sizes {list(spec.checkpoints_gb)}: "
+                         "expected at least one size >= 0 GB")
+    data = tick_slots(_zones(ticks, spec.zones), spec.tick_seconds)
+    length = spec.window_ticks
+    starts = _tiles(data.n_slots, length, spec.window_indices) if spec.window_indices \
+        else window_starts(data.n_slots, length, windows, seed)
+    models = trained_models(data, starts)
+    migration = spec.migration.with_transfer_time(spec.transfer_time)
+    keys = tuple(m.key for m in data.markets)
+    cases = []
+    for gb in spec.checkpoints_gb:
+        episodes = []
+        for k, start in enumerate(starts):
+            window = data.window(start, length)
+            due = window.origin + deadline * SECONDS_PER_HOUR
+            ticks_on_demand = math.ceil((work + overhead) * SECONDS_PER_HOUR / window.slot_seconds)
+            value = ticks_on_demand * window.slot_hours * float(min(window.on_demand_prices))
+            job = Job(id=f"w{k:02d}", workload=work, release=window.origin, soft_deadline=due,
+                      hard_deadline=due, value=value, value_at_hard_deadline=value,
+                      miss_penalty=spec.miss_penalty_factor * value,
+                      restart_overhead=overhead * SECONDS_PER_HOUR, allowed_markets=keys,
+                      checkpoint_gb=gb)
+            episodes.append(Episode(window, (job,), models[k], migration))
+        name = (f"multi-region {len(keys)} zones {work:g}h/{deadline:g}h/{overhead:g}h/"
+                f"{gb:g}GB")
+        cases.append(Case("multi-region", name, tuple(episodes)))
+    return cases
+
+
+def _zones(ticks: Sequence[MarketTicks], zones: tuple[str, ...] | None) -> list[MarketTicks]:
+    """The markets of ``zones`` (every one when ``None``), in the order given."""
+    if zones is None:
+        return list(ticks)
+    by_zone = {t.market.zone: t for t in ticks}
+    missing = [z for z in zones if z not in by_zone]
+    if missing:
+        raise ValueError(f"multi-region zone={missing[0]!r}: expected one of "
+                         f"{', '.join(by_zone)}")
+    return [by_zone[z] for z in zones]
+
+
+def _tiles(n_slots: int, length: int, indices: Sequence[int]) -> list[int]:
+    """The starts of windows ``indices`` of the sequential tiling by ``length`` slots."""
+    tiles = n_slots // length
+    wrong = [i for i in indices if not 0 <= i < tiles]
+    if wrong:
+        raise ValueError(f"window index {wrong[0]}: expected 0 to {tiles - 1} ({tiles} windows "
+                         f"of {length} ticks in {n_slots})")
+    return [i * length for i in sorted(set(indices))]
 
 
 def trained_models(data: MarketData, starts: Sequence[int]) -> list[MarketModels]:
@@ -214,6 +321,7 @@ def _scaled(ticks: MarketTicks, capacity_per_probe: int) -> MarketTicks:
 def build_cases(
     ticks: Sequence[MarketTicks], scenarios: Sequence[str], windows: int, seed: int,
     cant_be_late: CantBeLateSpec = CantBeLateSpec(),
+    multi_region: MultiRegionSpec = MultiRegionSpec(),
 ) -> list[Case]:
     """The cases of each named scenario, in order."""
     unknown = [s for s in scenarios if s not in SCENARIOS]
@@ -223,6 +331,8 @@ def build_cases(
     for scenario in scenarios:
         if scenario == "cant-be-late":
             cases += cant_be_late_cases(ticks, windows, seed, cant_be_late)
+        elif scenario == "multi-region":
+            cases += multi_region_cases(ticks, windows, seed, multi_region)
         else:
             spec = SCARCE if scenario == "scarce" else FineTuneSpec()
             cases.append(fine_tune_case(ticks, windows, seed, spec))

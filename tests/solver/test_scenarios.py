@@ -1,4 +1,5 @@
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -6,9 +7,11 @@ import pytest
 from solver.evaluation.scenarios import (
     CantBeLateSpec,
     FineTuneSpec,
+    MultiRegionSpec,
     build_cases,
     cant_be_late_cases,
     fine_tune_case,
+    multi_region_cases,
     window_starts,
 )
 from solver.market import Market, MarketTicks
@@ -90,3 +93,41 @@ def test_fine_tune_scales_probe_capacity_and_releases_on_slot_starts():
 def test_build_cases_names_an_unknown_scenario():
     with pytest.raises(ValueError, match="scenario='spot': expected one of cant-be-late"):
         build_cases(probe_ticks(200), ["spot"], 1, 0)
+
+
+def test_multi_region_windows_hold_one_job_free_to_move_per_checkpoint_size():
+    ticks = probe_ticks(2000, zones=("us-east-1a", "us-east-2b", "us-west-2a"))
+    spec = MultiRegionSpec(deadline_hours=10 * 195 / 3600, overhead_hours=0.05,
+                           checkpoints_gb=(0.0, 50.0))
+    cases = multi_region_cases(ticks, 3, 0, spec)
+    assert [c.name for c in cases] == [
+        "multi-region 3 zones 0.361111h/0.541667h/0.05h/0GB",
+        "multi-region 3 zones 0.361111h/0.541667h/0.05h/50GB"]
+    starts = window_starts(2000, 10, 3, 0)
+    for case, gb in zip(cases, (0.0, 50.0), strict=True):
+        assert [e.data.origin for e in case.episodes] == [ticks[0].times[s] for s in starts]
+        for episode in case.episodes:
+            (job,) = episode.jobs
+            assert episode.data.n_slots == 10 and len(episode.data.markets) == 3
+            assert job.allowed_markets == tuple(m.key for m in episode.data.markets)
+            assert job.checkpoint_gb == gb and job.home_region is None
+            assert job.hard_deadline - job.release == pytest.approx(10 * 195)
+            assert job.workload == pytest.approx(10 * 195 / 3600 / 1.5)
+            assert not episode.migration.transfer_time
+
+
+def test_multi_region_windows_by_index_tile_the_trace_and_zones_are_chosen():
+    ticks = probe_ticks(100, zones=("us-east-1a", "us-east-2b", "us-west-2a"))
+    spec = MultiRegionSpec(zones=("us-west-2a", "us-east-1a"), window_indices=(7, 2),
+                           deadline_hours=10 * 195 / 3600, overhead_hours=0.05,
+                           checkpoints_gb=(5.0,), transfer_time=True)
+    (case,) = multi_region_cases(ticks, 30, 0, spec)
+    assert [e.data.origin for e in case.episodes] == [ticks[0].times[20], ticks[0].times[70]]
+    assert [m.zone for m in case.episodes[0].data.markets] == ["us-west-2a", "us-east-1a"]
+    assert case.episodes[0].migration.transfer_time
+    with pytest.raises(ValueError, match=r"window index 10: expected 0 to 9"):
+        multi_region_cases(ticks, 1, 0, replace(spec, window_indices=(10,)))
+    with pytest.raises(ValueError, match="multi-region zone='eu-west-1a'"):
+        multi_region_cases(ticks, 1, 0, replace(spec, zones=("eu-west-1a",)))
+    with pytest.raises(ValueError, match="work plus overhead within the deadline"):
+        multi_region_cases(ticks, 1, 0, replace(spec, overhead_hours=1.0))

@@ -8,14 +8,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from solver.evaluation.scenarios import CantBeLateSpec
+    from solver.evaluation.scenarios import CantBeLateSpec, MultiRegionSpec
 
 from streams.cli.app import app
 from streams.cli.common import market_ticks
 from streams.cli.errors import console, fail
 from streams.cli.options import (
+    MigrationTableFile,
     OnDemandPrice,
     PricesFile,
+    at_least,
     check_policies,
     non_negative,
     positive_count,
@@ -31,8 +33,8 @@ def evaluate(
         "a synthetic market of 6 zones over 46 days of 195 s ticks.", exists=True,
         dir_okay=False)] = None,
     scenario: Annotated[list[str] | None, typer.Option(
-        metavar="<name>", help="Scenario: cant-be-late, fine-tune or scarce; repeatable. "
-        "Default: cant-be-late and fine-tune.")] = None,
+        metavar="<name>", help="Scenario: cant-be-late, multi-region, fine-tune or scarce; "
+        "repeatable. Default: cant-be-late and fine-tune.")] = None,
     policy: Annotated[list[str] | None, typer.Option(
         metavar="<spec>", help="Policy NAME[:key=value,...] to evaluate; repeat for more. "
         "Default: every registered one but the scenario's slow ones (docs/evaluation.md).",
@@ -47,14 +49,29 @@ def evaluate(
         "realised market).")] = "distribution",
     work_hours: Annotated[float | None, typer.Option(
         help="cant-be-late: hours of work of each job (with --deadline-hours; default: the "
-        "48 h/52 h, 48 h/60 h and 12 h/16 h tasks).")] = None,
+        "48 h/52 h, 48 h/60 h and 12 h/16 h tasks); multi-region: default the deadline / "
+        "1.5.")] = None,
     deadline_hours: Annotated[list[float] | None, typer.Option(
         metavar="<hours>", help="cant-be-late: deadline in hours after the window starts; "
-        "repeatable (default 52 and 60 with --work-hours).")] = None,
+        "repeatable (default 52 and 60 with --work-hours); multi-region: one (default 1,106 "
+        "ticks of 195 s, 59.91 h).")] = None,
     overhead_hours: Annotated[list[float] | None, typer.Option(
-        metavar="<hours>",
-        help="cant-be-late: restart overhead in hours; repeatable. Default: 0.02 and 0.2.")
-    ] = None,
+        metavar="<hours>", help="cant-be-late: restart overhead in hours; repeatable. Default: "
+        "0.02 and 0.2; multi-region: one (default 0.2).")] = None,
+    checkpoint_gb: Annotated[list[float] | None, typer.Option(
+        metavar="<gb>", help="multi-region: checkpoint size in GB, a case each; repeatable. "
+        "Default: 0, 50 and 500.", callback=at_least(0.0, "a size >= 0 GB"))] = None,
+    zone: Annotated[list[str] | None, typer.Option(
+        metavar="<zone>", help="multi-region: a zone of the traces the job may use; "
+        "repeatable. Default: every market of the traces.")] = None,
+    window_index: Annotated[list[int] | None, typer.Option(
+        metavar="<index>", help="multi-region: window i of the trace's sequential tiling by "
+        "the deadline (it starts at tick i times its length), instead of --windows seeded "
+        "ones; repeatable.", callback=non_negative)] = None,
+    transfer_time: Annotated[bool, typer.Option(
+        "--transfer-time", help="multi-region: moves of the checkpoint also take transfer "
+        "time (default: egress only, as SkyNomad's artifact runs by default).")] = False,
+    migration_table: MigrationTableFile = None,
     value_of_forecasts: Annotated[bool, typer.Option(
         "--value-of-forecasts", help="Also run the planners on perfect, point and distribution "
         "forecasts (a table per case, and a plot with --plots).")] = False,
@@ -70,21 +87,25 @@ def evaluate(
 ) -> None:
     """Evaluate policies over seeded windows of a trace.
 
-    Scenarios: Can't Be Late, fine-tuning and scarce capacity (docs/evaluation.md)."""
+    Scenarios: Can't Be Late, SkyNomad's multi-region task, fine-tuning and scarce capacity
+    (docs/evaluation.md)."""
     from solver.evaluation.evaluate import EvaluationSettings
     from solver.evaluation.resample import resample_availability
     from streams.reports.evaluation import run_evaluation
 
     ticks, source = market_ticks(trace or [], seed, 6, 46, on_demand_price, prices, 195)
+    scenarios = scenario or ["cant-be-late", "fine-tune"]
     try:
         if resample is not None:
             ticks = resample_availability(ticks, resample)
             source += f", availability redrawn from its model (seed {resample})"
         settings = EvaluationSettings(forecast=forecast)  # type: ignore[arg-type]
         tasks = _cant_be_late_spec(work_hours, deadline_hours, overhead_hours)
-        run_evaluation(ticks, source, scenario or ["cant-be-late", "fine-tune"], policy,
-                       windows, seed, console, plots, json_file, settings, tasks,
-                       value_of_forecasts)
+        multi = _multi_region_spec("multi-region" in scenarios, work_hours, deadline_hours,
+                                   overhead_hours, checkpoint_gb, zone, window_index,
+                                   transfer_time, migration_table)
+        run_evaluation(ticks, source, scenarios, policy, windows, seed, console, plots,
+                       json_file, settings, tasks, value_of_forecasts, multi)
     except ValueError as exc:
         fail(exc)
 
@@ -101,3 +122,30 @@ def _cant_be_late_spec(work: float | None, deadlines: list[float] | None,
         tasks = tuple((hours, d) for d in (deadlines or (52.0, 60.0)))
     return CantBeLateSpec(tasks=tasks,
                           overheads_hours=tuple(overheads or default.overheads_hours))
+
+
+def _multi_region_spec(
+    asked: bool, work: float | None, deadlines: list[float] | None,
+    overheads: list[float] | None, checkpoints: list[float] | None, zones: list[str] | None,
+    indices: list[int] | None, transfer_time: bool, table: Path | None,
+) -> MultiRegionSpec:
+    """The multi-region setup the flags ask for (the defaults where silent)."""
+    from dataclasses import replace
+
+    from solver.evaluation.scenarios import MultiRegionSpec
+    from streams.traces.migration_table import read_migration_table
+
+    spec = MultiRegionSpec()
+    if not asked:
+        return spec
+    for flag, values in (("--deadline-hours", deadlines), ("--overhead-hours", overheads)):
+        if values and len(values) > 1:
+            raise ValueError(f"{flag} {values}: expected one value for multi-region")
+    return replace(
+        spec, work_hours=work,
+        deadline_hours=deadlines[0] if deadlines else spec.deadline_hours,
+        overhead_hours=overheads[0] if overheads else spec.overhead_hours,
+        checkpoints_gb=tuple(checkpoints) if checkpoints else spec.checkpoints_gb,
+        zones=tuple(zones) if zones else None, window_indices=tuple(indices or ()),
+        transfer_time=transfer_time,
+        migration=read_migration_table(table) if table is not None else spec.migration)

@@ -137,6 +137,10 @@ OnDemandPrice = Annotated[list[str] | None, typer.Option(
     "--on-demand-price", metavar="<type=usd>",
     help="On-demand price of an instance type in USD per hour; repeatable. Wins over --prices "
     "and the built-in table.")]
+MigrationTableFile = Annotated[Path | None, typer.Option(
+    "--migration-table", metavar="<file>", exists=True, dir_okay=False,
+    help="JSON or CSV migration table laid over the built-in one: bandwidths, egress USD per "
+    "GB, continents (docs/solver.md).")]
 PricesFile = Annotated[Path | None, typer.Option(
     "--prices", exists=True, dir_okay=False,
     help="JSON or CSV table of instance type to on-demand USD per hour (docs/traces.md).")]

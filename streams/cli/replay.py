@@ -23,6 +23,7 @@ from streams.cli.common import (
 )
 from streams.cli.errors import console, fail, wrote
 from streams.cli.options import (
+    MigrationTableFile,
     OnDemandPrice,
     PricesFile,
     Seed,
@@ -95,6 +96,7 @@ def replay(
         callback=at_least(0.001, "at least 0.001 event-time seconds per second"))] = None,
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
+    migration_table: MigrationTableFile = None,
 ) -> None:
     """Replay a market and a workload, in-process or into Kafka.
 
@@ -109,7 +111,7 @@ def replay(
     if bootstrap_servers is not None:
         _publish_replay(bootstrap_servers, ticks, workload, speed, job_partitions)
         return
-    results, summaries = _simulate(data, workload, policy, job_partitions)
+    results, summaries = _simulate(data, workload, policy, job_partitions, migration_table)
     console.print(summary_table(summaries, f"{len(workload)} jobs on {source}: "
                                 f"{len(data.markets)} markets × {data.n_slots} slots of "
                                 f"{data.slot_seconds:g} s"))
@@ -143,19 +145,26 @@ def _replay_inputs(ticks: list[MarketTicks], slot_seconds: float, jobs: Path | N
 
 
 def _simulate(data: MarketData, workload: list[Job], policies: list[str],
-              job_partitions: int) -> tuple[list[SimulationResult], list[PolicySummary]]:
-    """Every policy over the workload in-process, with a progress bar."""
+              job_partitions: int, migration_table: Path | None = None,
+              ) -> tuple[list[SimulationResult], list[PolicySummary]]:
+    """Every policy over the workload in-process, with a progress bar; moves of checkpoints
+    priced by the built-in migration table, or ``migration_table`` laid over it."""
     from rich.progress import Progress
 
     from solver.evaluation.compare import compare_policies
+    from solver.migration import DEFAULT_MIGRATION
     from streams.kafka.partitions import partition_for
+    from streams.traces.migration_table import read_migration_table
 
     try:
+        migration = DEFAULT_MIGRATION if migration_table is None \
+            else read_migration_table(migration_table)
         with Progress(console=console, transient=True) as bar:
             groups = len({partition_for(j.id, job_partitions) for j in workload}) or 1
             task = bar.add_task("replaying", total=data.n_slots * len(policies) * groups)
             return compare_policies(
                 data, workload, policies, progress=lambda n: bar.advance(task, n),
-                partition_of=lambda job_id: partition_for(job_id, job_partitions))
+                partition_of=lambda job_id: partition_for(job_id, job_partitions),
+                migration=migration)
     except ValueError as exc:
         fail(exc)

@@ -26,12 +26,13 @@ from solver.evaluation.evaluate import (
     sensitivity,
     value_of_forecasts,
 )
-from solver.evaluation.scenarios import CantBeLateSpec, Case, build_cases
+from solver.evaluation.scenarios import CantBeLateSpec, Case, MultiRegionSpec, build_cases
 from solver.market import MarketTicks
 from solver.policies import PolicySpec
 from streams.reports.plotting import bar_panel, save_figure
 
 DEFAULT_TASKS = CantBeLateSpec()
+DEFAULT_MULTI_REGION = MultiRegionSpec()
 
 ForecastValues = dict[str, dict[str, PolicyStats]]
 """``{planner: {forecast kind: stats}}`` of one case."""
@@ -52,12 +53,13 @@ def run_evaluation(
     settings: EvaluationSettings = DEFAULT_SETTINGS,
     cant_be_late: CantBeLateSpec = DEFAULT_TASKS,
     forecast_values: bool = False,
+    multi_region: MultiRegionSpec = DEFAULT_MULTI_REGION,
 ) -> list[CaseResult]:
     """Evaluate every case of ``scenarios`` on ``ticks``, print the tables and write the
     requested files; the CHC sensitivity study runs (on ``fine-tune``) when plots are asked,
     the value-of-forecasts study when ``forecast_values``."""
     specs = check_policies(policies) if policies is not None else None
-    cases = build_cases(ticks, scenarios, windows, seed, cant_be_late)
+    cases = build_cases(ticks, scenarios, windows, seed, cant_be_late, multi_region)
     study = next((c for c in cases if c.scenario == "fine-tune"), None) if plots else None
     total = sum(len(c.episodes) * len(specs or default_policies(c.scenario)) for c in cases)
     if study is not None:
@@ -106,16 +108,18 @@ def case_table(result: CaseResult, title: str) -> Table:
     optimum = result.policies.get("optimum")
     captions = [c for c in (_optimum_caption(result), _selection_caption(result)) if c]
     table = Table(title=title, caption="\n".join(captions) or None)
+    moved = any(s.mean_egress_usd for s in result.policies.values())
     columns = ["policy", "runs", "mean cost USD", "vs optimum", "mean utility", "restarts",
-               "hard miss", "soft miss"]
+               "hard miss", "soft miss"] + (["migrations", "egress USD"] if moved else [])
     for column in columns:
         table.add_column(column, justify="left" if column == "policy" else "right")
     for name, s in result.policies.items():
         ratio = f"{s.mean_cost_usd / optimum.mean_cost_usd:.3f}" if optimum and \
             optimum.mean_cost_usd > 0 else "—"
+        moves = [f"{s.mean_migrations:.1f}", f"{s.mean_egress_usd:,.2f}"] if moved else []
         table.add_row(name, str(s.runs), f"{s.mean_cost_usd:,.2f}", ratio,
                       f"{s.mean_utility:,.2f}", f"{s.mean_restarts:.1f}",
-                      str(s.hard_deadline_misses), str(s.soft_deadline_misses))
+                      str(s.hard_deadline_misses), str(s.soft_deadline_misses), *moves)
     return table
 
 

@@ -27,32 +27,41 @@ from streams.reports.plotting import (
 
 
 def summary_table(summaries: Sequence[PolicySummary], title: str) -> Table:
+    """Totals per policy; migrations and egress (in the cost) once a move cost something."""
+    moved = any(s.egress_usd for s in summaries)
     table = Table(title=title)
-    for column in ("policy", "jobs", "utility", "cost USD", "vs on-demand",
-                   "soft miss", "hard miss", "preempt"):
+    columns = ["policy", "jobs", "utility", "cost USD", "vs on-demand", "soft miss",
+               "hard miss", "preempt"] + (["migrations", "egress USD"] if moved else [])
+    for column in columns:
         table.add_column(column, justify="left" if column == "policy" else "right")
     for s in summaries:
         ratio = "-" if s.cost_vs_on_demand is None else f"{s.cost_vs_on_demand:.3f}"
+        moves = [str(s.migrations), f"{s.egress_usd:,.2f}"] if moved else []
         table.add_row(
             s.policy, str(s.jobs), f"{s.total_utility:,.0f}", f"{s.total_cost:,.0f}", ratio,
             str(s.soft_deadline_misses), str(s.hard_deadline_misses), str(s.preemptions),
+            *moves,
         )
     return table
 
 
 def jobs_table(results: Sequence[SimulationResult]) -> Table:
     """Every job's outcome under every policy: restarts, refusals, preemptions, cost, finish
-    time (UTC) and which deadline it met."""
+    time (UTC) and which deadline it met; migrations and egress (in the cost) once a move cost
+    something."""
+    moved = any(r.total_egress_usd for r in results)
     table = Table(title="jobs")
-    for column in ("job", "policy", "restarts", "refusals", "preemptions", "cost USD",
-                   "finished (UTC)", "deadline met"):
+    columns = ["job", "policy", "restarts", "refusals", "preemptions", "cost USD",
+               "finished (UTC)", "deadline met"] + (["migrations", "egress USD"] if moved else [])
+    for column in columns:
         table.add_column(column, justify="right" if column not in ("job", "policy") else "left")
     for result in results:
         for j in result.jobs:
             finished = "-" if j.completion is None else iso_utc(round(j.completion))
             met = "soft" if j.soft_deadline_met else "hard" if j.hard_deadline_met else "no"
+            moves = [str(j.migrations), f"{j.egress_usd:,.2f}"] if moved else []
             table.add_row(j.job_id, result.policy, str(j.restarts), str(j.refusals),
-                          str(j.preemptions), f"{j.cost:,.2f}", finished, met)
+                          str(j.preemptions), f"{j.cost:,.2f}", finished, met, *moves)
     return table
 
 
@@ -97,6 +106,7 @@ def write_report(
                         "completion": j.completion, "soft_deadline_met": j.soft_deadline_met,
                         "hard_deadline_met": j.hard_deadline_met, "preemptions": j.preemptions,
                         "refusals": j.refusals, "restarts": j.restarts,
+                        "migrations": j.migrations, "egress_usd": j.egress_usd,
                     }
                     for j in r.jobs
                 ],

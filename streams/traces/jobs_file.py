@@ -4,9 +4,11 @@ JSON is an array of objects, CSV a header and one row per job; the names are ``J
 names and unknown names are an error. ``id``, ``workload``, ``release``, ``soft_deadline`` and
 ``hard_deadline`` are required; a missing optional field (or an empty CSV cell) takes
 ``Job``'s default. Times are Unix seconds or ISO-8601 with ``Z`` or a UTC offset.
-``allowed_markets`` is an array of market keys (CSV: keys separated by ``;``); absent, ``null``
-or an empty cell means any market. ``allow_spot`` is a JSON boolean (CSV: ``true``/``false``,
-``1``/``0``, ``yes``/``no``). Job ids must be unique within a file.
+``allowed_markets`` is an array of market keys and ``market_patterns`` one of patterns such as
+``gcp/us-*`` (CSV: separated by ``;``); absent, ``null`` or an empty cell means any market.
+``allow_spot`` is a JSON boolean (CSV: ``true``/``false``, ``1``/``0``, ``yes``/``no``).
+``home_region`` is ``cloud/region`` text; ``checkpoint_gb`` and ``max_hourly_usd`` numbers.
+Job ids must be unique within a file.
 """
 
 from __future__ import annotations
@@ -114,7 +116,25 @@ def _value(path: PathLike, where: str, name: str, raw: Any, text: bool) -> Any:
         return flag
     if name == "allowed_markets":
         return _markets(path, where, raw, text)
+    if name == "market_patterns":
+        return _patterns(path, where, raw, text)
+    if name == "home_region":
+        if raw is not None and not isinstance(raw, str):
+            raise TraceFormatError(path, where, name, raw, "'cloud/region' text")
+        return raw.strip() if raw is not None else None
+    if name == "max_hourly_usd" and raw is None:
+        return None
     return number(raw, path, where, name, low=None)
+
+
+def _patterns(path: PathLike, where: str, raw: Any, text: bool) -> tuple[str, ...] | None:
+    if raw is None:
+        return None
+    patterns = [p.strip() for p in raw.split(";") if p.strip()] if text else raw
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        raise TraceFormatError(path, where, "market_patterns", raw,
+                               "an array of patterns on market keys, e.g. gcp/us-*")
+    return tuple(patterns)
 
 
 def _markets(path: PathLike, where: str, raw: Any, text: bool) -> tuple[str, ...] | None:

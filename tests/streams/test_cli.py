@@ -151,3 +151,18 @@ def test_forecast_report_command_writes_its_json(tmp_path, plain_csv):
     for scores in report["markets"].values():
         assert set(scores["price_mape"]) == {"1", "6"}
         assert "persistence" in scores["baselines"]
+
+
+def test_replay_shows_migrations_and_egress_once_a_move_costs_something(tmp_path):
+    jobs = json.loads((EXAMPLES / "jobs.json").read_text())
+    for job in jobs:
+        job.update(checkpoint_gb=200.0, home_region="aws/us-east-1")
+    path = tmp_path / "jobs.json"
+    path.write_text(json.dumps(jobs))
+    out = run("replay", "--jobs", str(path), "--policy", "greedy", "--per-job", "--report",
+              str(tmp_path / "report"))
+    assert out.count("egress") == 2  # a column of the summary and of the jobs table
+    greedy = json.loads((tmp_path / "report" / "report.json").read_text())["policies"]["greedy"]
+    egress = greedy["summary"]["egress_usd"]
+    assert egress > 0 and egress == pytest.approx(sum(j["egress_usd"] for j in greedy["jobs"]))
+    assert greedy["summary"]["migrations"] == sum(j["migrations"] for j in greedy["jobs"])

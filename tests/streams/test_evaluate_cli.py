@@ -43,7 +43,7 @@ def test_evaluate_prints_tables_and_writes_json_and_plots(tmp_path, drawn):
     assert list(scenario["policies"]) == ["on-demand", "prediction-free", "policy-selection"]
     assert set(scenario["policies"]["on-demand"]) == {
         "runs", "mean_cost_usd", "mean_utility", "mean_restarts", "hard_deadline_misses",
-        "soft_deadline_misses"}
+        "soft_deadline_misses", "mean_migrations", "mean_egress_usd"}
     assert scenario["selection"] == "policy-selection"
     assert set(scenario["selection_members"]) == {
         "risk-aware", "prediction-free", "prediction-free:sigma=0.75",
@@ -76,8 +76,38 @@ def test_evaluate_on_a_redrawn_market_says_so_and_plays_other_capacity(tmp_path)
     assert costs[0] != costs[1]
 
 
+def test_evaluate_multi_region_on_chosen_zones_and_windows(tmp_path):
+    trace = write_probe_trace(tmp_path / "probe.csv", hours=40,
+                              zones=("us-east-1a", "us-east-2b", "us-west-2b"))
+    table = tmp_path / "egress.csv"
+    table.write_text("from,to,usd_per_gb\naws/us-east-1,aws/us-west-2,0.5\n")
+    out = tmp_path / "out.json"
+    result = CliRunner().invoke(app, [
+        "evaluate", "--trace", str(trace), "--scenario", "multi-region",
+        "--zone", "us-east-1a", "--zone", "us-west-2b", "--window-index", "0",
+        "--window-index", "3", "--deadline-hours", "6", "--overhead-hours", "0.1",
+        "--checkpoint-gb", "0", "--checkpoint-gb", "40", "--migration-table", str(table),
+        "--policy", "eager-failover", "--policy", "optimum", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    cases = json.loads(out.read_text())["scenarios"]
+    assert [c["name"] for c in cases] == ["multi-region 2 zones 4h/6h/0.1h/0GB",
+                                          "multi-region 2 zones 4h/6h/0.1h/40GB"]
+    free, heavy = (c["policies"]["eager-failover"] for c in cases)
+    assert free["runs"] == heavy["runs"] == 2 and free["mean_egress_usd"] == 0
+    # Eastward moves cost 0.02 USD/GB by the built-in table, westward 0.5 by the user's.
+    moves = heavy["mean_migrations"]
+    assert 0.8 * moves < heavy["mean_egress_usd"] < 20.0 * moves
+    assert cases[1]["policies"]["optimum"]["mean_cost_usd"] <= heavy["mean_cost_usd"]
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--policy", "oracle"], "policy='oracle': expected one of on-demand"),
+    (["--scenario", "multi-region", "--deadline-hours", "5", "--deadline-hours", "6"],
+     "--deadline-hours [5.0, 6.0]: expected one value for multi-region"),
+    (["--scenario", "multi-region", "--zone", "eu-west-1a"],
+     "multi-region zone='eu-west-1a': expected one of us-east-1a, us-west-2b"),
+    (["--scenario", "multi-region", "--checkpoint-gb", "-5"],
+     "--checkpoint-gb -5.0: expected a size >= 0 GB"),
     (["--scenario", "cant-be-late", "--windows", "200"],
      "windows=200 of 1145 slots: expected at most 148"),
     (["--forecast", "psychic"], "forecast='psychic': expected one of distribution, point, "

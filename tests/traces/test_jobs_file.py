@@ -19,7 +19,8 @@ HEADER = "id,workload,release,soft_deadline,hard_deadline"
 JOBS = [
     Job("llama-7b", 40.0, 1676419200.0, 1676505600.0, 1676592000.0, n_min=1, n_max=4,
         alpha=1.0, beta=0.5, value=100.0, value_at_hard_deadline=20.0, miss_penalty=50.0,
-        restart_overhead=600.0, allowed_markets=(A, B), allow_spot=False),
+        restart_overhead=600.0, allowed_markets=(A, B), allow_spot=False, checkpoint_gb=50.0,
+        home_region="aws/us-east-1", max_hourly_usd=12.5, market_patterns=("aws/*", "*/p3*")),
     Job("small", 2.5, 0.0, 3600.0, 3600.0),
 ]
 

@@ -26,6 +26,7 @@ from streams.contract import (
     EpochClosed,
     EventError,
     MarketBoundary,
+    MoveLocality,
     PriceTick,
     ProvisioningDecision,
     PublishedForecast,
@@ -274,6 +275,15 @@ class PipelineMetrics:
             "the part restarted), by stage and exception type", ("stage", "error_type"))
         self.decisions_emitted = _counter(
             registry, "spotsched_decisions_emitted", "Provisioning decisions published")
+        self.migrations = _counter(
+            registry, "spotsched_migrations",
+            "Decisions that launch a job away from its checkpoint (moving it), by how far",
+            ("locality",))
+        self.egress = _counter(
+            registry, "spotsched_egress_usd",
+            "Egress USD the published decisions' checkpoint moves bill")
+        for locality in get_args(MoveLocality):
+            self.migrations.labels(locality)
         self.solve_seconds = Histogram(
             "spotsched_solve_seconds", "Seconds a policy took to decide one epoch",
             buckets=SOLVE_BUCKETS, registry=registry)
@@ -332,6 +342,10 @@ class PipelineMetrics:
             self._advance(self._last_boundary)
         elif isinstance(event, ProvisioningDecision):
             self.decisions_emitted.inc()
+            view = event.market_view
+            if view is not None and view.move_locality is not None:
+                self.migrations.labels(view.move_locality).inc()
+                self.egress.inc(view.move_egress_usd or 0.0)
 
     def _advance(self, time: float) -> None:
         """Market event time reached ``time``: the epoch lag follows."""

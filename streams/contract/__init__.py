@@ -32,6 +32,7 @@ from streams.contract.events import (
     JobSubmitted,
     MarketBoundary,
     MarketView,
+    MoveLocality,
     PriceTick,
     ProvisioningDecision,
     PublishedForecast,
@@ -47,7 +48,7 @@ __all__ = [
     "MAX_EVENT_BYTES", "MAX_NESTING", "MAX_PRICE", "SCHEMA_VERSION", "Action",
     "AvailabilityTick", "DeadLetter", "Envelope", "EpochClosed", "Event", "EventError",
     "JobCancelled", "JobEvent", "JobFinished", "JobProgress", "JobSubmitted", "MarketBoundary",
-    "MarketView", "Outlook", "PriceTick", "ProvisioningDecision", "PublishedForecast",
-    "ReleaseCause", "cloud_event_headers", "describe_validation_error", "dump_event", "iso",
-    "key_mismatch", "parse_event", "source", "utc",
+    "MarketView", "MoveLocality", "Outlook", "PriceTick", "ProvisioningDecision",
+    "PublishedForecast", "ReleaseCause", "cloud_event_headers", "describe_validation_error",
+    "dump_event", "iso", "key_mismatch", "parse_event", "source", "utc",
 ]

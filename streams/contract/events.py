@@ -37,12 +37,15 @@ from pydantic import (
 from streams.contract.fields import (
     EARLIEST_TIME,
     LATEST_TIME,
+    MAX_CHECKPOINT_GB,
     MAX_INSTANCES,
     MAX_ITEMS,
     MAX_OVERHEAD_SECONDS,
+    MAX_SECONDS,
     MAX_THROUGHPUT,
     MAX_USD,
     MIN_THROUGHPUT,
+    REGION_PATTERN,
     Amount,
     Available,
     Count,
@@ -51,6 +54,7 @@ from streams.contract.fields import (
     Int,
     JobId,
     MarketKey,
+    MarketPattern,
     Name,
     NonNegativeAmount,
     PositiveWork,
@@ -171,6 +175,8 @@ class PriceTick(Envelope):
 
 
 AvailabilityReason = Literal["obtained", "refused", "preempted", "probe"]
+MoveLocality = Literal["same-region", "cross-region", "cross-continent", "cross-cloud"]
+"""How far a checkpoint moves (:data:`solver.migration.MOVING`)."""
 
 
 class AvailabilityTick(Envelope):
@@ -186,12 +192,15 @@ class AvailabilityTick(Envelope):
 
 JOB_FIELDS = ("id", "workload", "release", "soft_deadline", "hard_deadline", "n_min", "n_max",
               "alpha", "beta", "value", "value_at_hard_deadline", "miss_penalty",
-              "restart_overhead", "allowed_markets", "allow_spot")
+              "restart_overhead", "allowed_markets", "allow_spot", "checkpoint_gb",
+              "home_region", "max_hourly_usd", "market_patterns")
 """A job's fields as the solver's ``Job`` names them (times in Unix seconds)."""
 
 
 class JobSubmitted(Envelope):
-    """A new job: every field of the solver's job, with times as UTC times."""
+    """A new job: every field of the solver's job, with times as UTC times. The constraints
+    and the checkpoint (``checkpoint_gb``, ``home_region``, ``max_hourly_usd``,
+    ``market_patterns``) are optional: a message without them reads as a job without them."""
 
     key_field: ClassVar[str] = "job_id"
     RULES: ClassVar[tuple[str, ...]] = (
@@ -199,6 +208,7 @@ class JobSubmitted(Envelope):
         "n_min <= n_max",
         f"alpha * n_min + beta >= {MIN_THROUGHPUT:g}",
         "value_at_hard_deadline <= value",
+        "every market pattern matches a market of the scheduler's catalogue",
     )
 
     type: Literal["job_submitted"] = "job_submitted"
@@ -222,6 +232,15 @@ class JobSubmitted(Envelope):
     allowed_markets: Annotated[
         tuple[MarketKey, ...], Field(min_length=1, max_length=MAX_ITEMS)] | None = None
     allow_spot: StrictBool = True
+    checkpoint_gb: Annotated[StrictFloat, Field(ge=0, le=MAX_CHECKPOINT_GB)] = Field(
+        0.0, description="GB of the job's checkpoint, moved when the job changes market")
+    home_region: Annotated[str, Field(pattern=REGION_PATTERN, max_length=256)] | None = Field(
+        None, description="'cloud/region' where the job's data and first checkpoint live")
+    max_hourly_usd: Annotated[StrictFloat, Field(gt=0, le=MAX_USD)] | None = Field(
+        None, description="Cap on the hourly bill of any allocation, USD per hour")
+    market_patterns: Annotated[
+        tuple[MarketPattern, ...], Field(min_length=1, max_length=MAX_ITEMS)] | None = Field(
+        None, description="fnmatch patterns on market keys the job may use (e.g. gcp/us-*)")
 
     @model_validator(mode="after")
     def _check_job(self) -> Self:
@@ -307,8 +326,9 @@ _NONE = {"spot": {"const": 0}, "on_demand": {"const": 0}}
 
 
 class MarketView(BaseModel):
-    """What the policy saw of the decision's market at the boundary, and the forecast of that
-    market for the decided slot that it planned on."""
+    """What the policy saw of the decision's market at the boundary, the forecast of that
+    market for the decided slot that it planned on, and the move of the job's checkpoint the
+    decision makes (``move_locality`` null: none)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -320,6 +340,15 @@ class MarketView(BaseModel):
     capacity_probability: Probability | None = Field(
         None, description="Forecast probability of spot capacity for the whole slot (null: "
         "unknown)")
+    move_from: Annotated[str, Field(max_length=256)] | None = Field(
+        None, description="Where the checkpoint moves from, 'cloud/region[/zone]' (null: no "
+        "move)")
+    move_locality: MoveLocality | None = Field(
+        None, description="How far the checkpoint moves (null: no move)")
+    move_egress_usd: NonNegativeAmount | None = Field(
+        None, description="Egress billed for the move, USD, in expected_cost_usd")
+    move_transfer_seconds: Annotated[StrictFloat, Field(ge=0, le=MAX_SECONDS)] | None = Field(
+        None, description="Transfer time the move adds to the restart overhead, seconds")
 
 
 class ProvisioningDecision(Envelope):

@@ -59,6 +59,10 @@ MAX_AMOUNT = 1e12
 """Largest magnitude of a derived amount: expected cost, forecast value, forecast error."""
 MAX_ITEMS = 1_000
 """Most items in a list: markets of an epoch or a job, forecast horizon."""
+MAX_CHECKPOINT_GB = 1e6
+"""Largest checkpoint a job may declare, GB."""
+REGION_PATTERN = r"^[^/\s]+/[^/\s]+$"
+"""A region 'cloud/region'."""
 MAX_COUNT = 2**63 - 1
 """Largest offset or byte count."""
 
@@ -158,6 +162,8 @@ MarketKey = Annotated[
     ),
 ]
 JobId = Annotated[str, Field(min_length=1, max_length=256, description="Job identifier")]
+MarketPattern = Annotated[str, Field(min_length=1, max_length=256, description="fnmatch "
+                                     "pattern on market keys, e.g. gcp/us-* or */a3-*")]
 Text = Annotated[str, Field(max_length=500)]
 Name = Annotated[str, Field(min_length=1, max_length=256)]
 Int = Annotated[StrictInt, BeforeValidator(_integral)]

@@ -1,8 +1,9 @@
 """The decision encoder: the engine's slot decision as provisioning decisions on the wire.
 
 Every job the engine decided gets a ``run`` or ``idle`` decision that explains itself (what
-the policy saw of the market, the forecast it used, the bill it expects, the slack left), and
-every job that left gets a ``release`` with its cause.
+the policy saw of the market, the forecast it used, the bill it expects, the slack left, and
+the move of its checkpoint when it launches away from it), and every job that left gets a
+``release`` with its cause.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from solver.decision import Departure, SlotDecision
+from solver.decision import Departure, Explanation, SlotDecision
 from solver.job import Allocation
 from streams.contract import Envelope, MarketView, ProvisioningDecision
 
@@ -38,7 +39,7 @@ def run_or_idle(slot: DecidedSlot, decided: SlotDecision, job_id: str) -> Provis
         market_view=MarketView(
             spot_price_now=why.spot_price_now, spot_available_now=why.spot_available_now,
             on_demand_price=why.on_demand_price, price_forecast=_known(why.price_forecast),
-            capacity_probability=_known(why.capacity_probability)),
+            capacity_probability=_known(why.capacity_probability), **_move(why)),
         reason=_reason(allocation))
 
 
@@ -58,6 +59,15 @@ def _decision(slot: DecidedSlot, job_id: str, allocation: Allocation, action: st
         "slot_start": slot.start, "slot_seconds": slot.seconds,
         "market": slot.markets[allocation.market], "spot": allocation.spot,
         "on_demand": allocation.on_demand, "policy": slot.policy, "action": action, **fields})
+
+
+def _move(why: Explanation) -> dict[str, object]:
+    """The market view's fields of the checkpoint move a decision makes (none when none)."""
+    if not why.move.moves:
+        return {}
+    return {"move_from": str(why.checkpoint), "move_locality": why.move.locality,
+            "move_egress_usd": why.move.egress_usd,
+            "move_transfer_seconds": why.move.transfer_seconds}
 
 
 def _known(value: float) -> float | None:

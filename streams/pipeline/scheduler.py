@@ -124,6 +124,10 @@ class PartitionScheduler:
             unknown = sorted(set(event.allowed_markets or ()) - self.keys)
             if unknown:
                 raise RejectedEvent(f"allowed_markets={unknown}: expected markets of the catalogue")
+            try:
+                Job(**event.job_fields()).resolved(sorted(self.keys))
+            except ValueError as exc:
+                raise RejectedEvent(str(exc)) from exc
             start = first_boundary(event.event_time.timestamp(), self.slot_seconds)
             if event.hard_deadline.timestamp() <= start:
                 raise RejectedEvent(

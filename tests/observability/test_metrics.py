@@ -220,3 +220,35 @@ def test_a_timed_policy_decides_like_the_policy_it_times(market):
         decided.append([dump_event(d) for d in pipeline.decisions])
     assert decided[0] == decided[1]
     assert not any(d.release_cause == "failed" for d in pipeline.decisions)
+
+
+def test_decisions_that_move_a_checkpoint_say_so_and_are_counted():
+    ticks = synthetic_ticks(SyntheticMarketSpec(seed=1, n_markets=3, days=3))
+    data = build_market_data(ticks, H)
+    start = data.origin
+    job = make_job(id="mover", workload=30.0, release=start, soft_deadline=start + 60 * H,
+                   hard_deadline=start + 60 * H, n_max=1, checkpoint_gb=200.0,
+                   home_region="aws/us-east-1")
+    registry = CollectorRegistry()
+    metrics = PipelineMetrics(registry, markets=[m.key for m in data.markets],
+                              topics=("ticks",), slot_seconds=H, started=0.0)
+    pipeline = MemoryPipeline(PipelineConfig(data.markets, H, PolicySpec("spot-only")),
+                              observers=[metrics])
+    for event in trace_events(ticks, [job]):
+        ticking = not isinstance(event, JobSubmitted)
+        topic = pipeline.topics.market_ticks if ticking else pipeline.topics.job_events
+        pipeline.send(topic, dump_event(event), event.key.encode())
+    moves = [d for d in pipeline.decisions
+             if d.market_view is not None and d.market_view.move_locality is not None]
+    assert moves, "the job should have moved between the three zones"
+    for d in moves:
+        view = d.market_view
+        assert view.move_from is not None and d.action == "run"
+        assert view.move_egress_usd == pytest.approx(
+            200.0 * (0.0 if view.move_locality == "same-region" else 0.02))
+        assert d.expected_cost_usd >= view.move_egress_usd
+    counted = sum(registry.get_sample_value("spotsched_migrations_total", {"locality": loc})
+                  for loc in ("same-region", "cross-region", "cross-continent", "cross-cloud"))
+    assert counted == len(moves)
+    assert registry.get_sample_value("spotsched_egress_usd_total") == pytest.approx(
+        sum(d.market_view.move_egress_usd for d in moves))

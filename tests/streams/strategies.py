@@ -82,6 +82,11 @@ def job_submitted(draw: st.DrawFn) -> JobSubmitted:
         restart_overhead=draw(st.floats(0, MAX_OVERHEAD_SECONDS)),
         allowed_markets=draw(st.none() | st.lists(market_keys, min_size=1, max_size=4)),
         allow_spot=draw(st.booleans()),
+        checkpoint_gb=draw(st.floats(0, 1e6)),
+        home_region=draw(st.none() | st.sampled_from(["aws/us-east-1", "gcp/europe-west4"])),
+        max_hourly_usd=draw(st.none() | st.floats(0.01, 1e6)),
+        market_patterns=draw(st.none() | st.lists(st.sampled_from(["gcp/us-*", "*/a3-*", "*"]),
+                                                  min_size=1, max_size=3)),
     )
 
 
@@ -117,6 +122,10 @@ market_views = st.builds(
     on_demand_price=prices,
     price_forecast=st.none() | st.floats(-1e6, 1e6),
     capacity_probability=st.none() | st.floats(0, 1),
+    move_from=st.none() | st.just("aws/us-east-1/us-east-1a"),
+    move_locality=st.none() | st.sampled_from(["same-region", "cross-region", "cross-cloud"]),
+    move_egress_usd=st.none() | st.floats(0, 1e6),
+    move_transfer_seconds=st.none() | st.floats(0, 1e5),
 )
 
 

@@ -148,6 +148,24 @@ def test_to_job_equals_the_job_built_directly():
     )
 
 
+def test_a_job_carries_its_checkpoint_and_constraints_and_reads_without_them():
+    event = JobSubmitted(
+        event_time=T0, job_id="llama-ft", workload=48.0, release=T0,
+        soft_deadline=T0 + timedelta(hours=48), hard_deadline=T0 + timedelta(hours=60),
+        checkpoint_gb=50.0, home_region="aws/us-east-1", max_hourly_usd=12.5,
+        market_patterns=["aws/us-*", "*/p3.2xlarge"])
+    job = Job(**event.job_fields())
+    assert (job.checkpoint_gb, job.home_region, job.max_hourly_usd, job.market_patterns) == (
+        50.0, "aws/us-east-1", 12.5, ("aws/us-*", "*/p3.2xlarge"))
+    data = json.loads(dump_event(event))
+    for name in ("checkpoint_gb", "home_region", "max_hourly_usd", "market_patterns"):
+        del data[name]
+    older = parse_event(json.dumps(data).encode())
+    assert Job(**older.job_fields()) == Job(**{**event.job_fields(), "checkpoint_gb": 0.0,
+                                               "home_region": None, "max_hourly_usd": None,
+                                               "market_patterns": None})
+
+
 @given(job_submitted())
 def test_from_job_fields_inverts_job_fields(event):
     assert submission(Job(**event.job_fields()), event.event_time) == event
@@ -185,6 +203,10 @@ def test_from_job_fields_inverts_job_fields(event):
      "(2024-05-03T12:00:00Z)"),
     (wire(JOB, n_min=4, n_max=2), "JobSubmitted.n_max = 2: expected >= n_min (4)"),
     (wire(JOB, n_min=0), "JobSubmitted.n_min = 0: expected >= 1"),
+    (wire(JOB, home_region="us-east-1"), "JobSubmitted.home_region = 'us-east-1': expected "),
+    (wire(JOB, checkpoint_gb=-1.0), "JobSubmitted.checkpoint_gb = -1.0: expected >= 0"),
+    (wire(JOB, max_hourly_usd=0.0), "JobSubmitted.max_hourly_usd = 0.0: expected > 0"),
+    (wire(JOB, market_patterns=[]), "JobSubmitted.market_patterns = []: expected at least"),
     (wire(JOB, workload=0), "JobSubmitted.workload = 0: expected > 0"),
     (wire(JOB, beta=-1.0),
      "JobSubmitted.beta = -1.0: expected alpha * n_min + beta >= 1e-06 (alpha=1.0, n_min=1)"),

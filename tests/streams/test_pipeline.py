@@ -46,7 +46,7 @@ def market():
     return ticks, data, generate_jobs(data, 24, WorkloadSpec(seed=3))
 
 
-BARE = ["on-demand", "spot-only", "greedy", "uniform-progress"]
+BARE = ["on-demand", "spot-only", "greedy", "uniform-progress", "eager-failover"]
 
 
 @pytest.mark.parametrize("policy", BARE)
@@ -109,6 +109,10 @@ def test_unknown_markets_late_ticks_and_past_deadlines_are_rejected(market):
             data.origin))
     with pytest.raises(RejectedEvent, match="expected a submitted job"):
         scheduler.handle(JobCancelled(event_time=data.origin, job_id="nope"))
+    with pytest.raises(RejectedEvent, match=r"market_patterns: 'azure/\*' matches none"):
+        scheduler.handle(submission(
+            late_job.__class__(**{**_fields(late_job), "market_patterns": ("azure/*",)}),
+            data.origin))
 
 
 def _fields(job):

@@ -114,21 +114,6 @@ def affordable_spot(obs: Observation, view: JobView, market: int) -> int:
     return view.job.affordable_count(float(obs.price_now[market]))
 
 
-def decide_in_turn(
-    obs: Observation, decide_job: Callable[[Observation, JobView, np.ndarray], Allocation | None],
-) -> dict[str, Allocation]:
-    """Each job's allocation by ``decide_job`` (``None``: idle), the jobs decided in the
-    observation's order, each on the spot the jobs before it left."""
-    left = np.array(obs.availability_now, dtype=np.int64)
-    out: dict[str, Allocation] = {}
-    for view in obs.jobs:
-        choice = decide_job(obs, view, left)
-        if choice is not None:
-            claim(left, choice)
-            out[view.id] = choice
-    return out
-
-
 def claim(left: np.ndarray, choice: Allocation | None) -> None:
     """Take ``choice``'s spot out of ``left``, the spot still unclaimed per market."""
     if choice is not None:

@@ -38,7 +38,7 @@ import numpy as np
 from solver.job import Allocation
 from solver.migration import Place
 from solver.observation import Decision, JobView, Observation
-from solver.policies.common import affordable_spot, decide_in_turn, fit_cap, on_demand
+from solver.policies.common import affordable_spot, fit_cap, on_demand, one_by_one
 
 Kind = Literal["none", "spot", "on-demand"]
 
@@ -56,7 +56,7 @@ class EagerFailover:
         """Per job, the market of the last slot it ran in."""
 
     def decide(self, obs: Observation) -> Decision:
-        out = decide_in_turn(obs, self.decide_job)
+        out = one_by_one(obs, lambda view, left: self.decide_job(obs, view, left))
         live = {v.id for v in obs.jobs}
         self._last_held = {k: m for k, m in self._last_held.items() if k in live}
         self._last_ran = {k: m for k, m in self._last_ran.items() if k in live}

@@ -37,7 +37,7 @@ import numpy as np
 
 from solver.job import Allocation
 from solver.observation import Decision, JobView, Observation
-from solver.policies.common import decide_in_turn, fit_cap, on_demand, spot
+from solver.policies.common import fit_cap, on_demand, one_by_one, spot
 
 
 class PredictionFree:
@@ -65,7 +65,7 @@ class PredictionFree:
                 f"tolerance={self.tolerance})")
 
     def decide(self, obs: Observation) -> Decision:
-        return decide_in_turn(obs, self.decide_job)
+        return one_by_one(obs, lambda view, left: self.decide_job(obs, view, left))
 
     def margin(self, obs: Observation, view: JobView) -> float:
         """The job's margin in seconds (module doc); ``-inf`` once its slack is under one slot

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 ParamValue = bool | int | float | str
 
 
-POLICY_NAMES = ("on-demand", "spot-only", "greedy", "uniform-progress", "prediction-free", "chc",
-                "risk-aware", "policy-selection", "optimum")
+POLICY_NAMES = ("on-demand", "spot-only", "greedy", "uniform-progress", "eager-failover",
+                "prediction-free", "chc", "risk-aware", "policy-selection", "optimum")
 """Every registered policy's name, in report order, for what must not load the policies (the
 command line's help); :data:`solver.policies.registry.POLICIES` holds their classes."""
 

@@ -32,6 +32,7 @@ from streams.contract import (
     PublishedForecast,
     ReleaseCause,
 )
+from streams.pipeline.declaration import PIPELINE
 from streams.pipeline.driver import Handling, is_stage_error
 from streams.pipeline.stage import Message, RejectedEvent
 
@@ -250,6 +251,90 @@ class MarketSeries:
         self.availability_error.labels(forecast.market).set(math.nan if brier is None else brier)
 
 
+RESTORE_SOURCES = ("snapshot", "memory", "log")
+"""Where a restore started from: a snapshot, the stage the worker still held, or a fresh stage
+at the start of the partition's log (:mod:`streams.runners.recovery`)."""
+
+SNAPSHOT_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class RecoveryMetrics:
+    """Restores and snapshots of the stages a worker holds, by stage (and partition)."""
+
+    def __init__(self, registry: CollectorRegistry, *, clock: Callable[[], float] = time.time,
+                 every_epochs: int = 0) -> None:
+        self.clock = clock
+        where = ("stage", "partition")
+        self.restore_started_at = _gauge(
+            registry, "spotsched_restore_started_timestamp_seconds",
+            "Unix time the running restore of a stage's partition began; NaN when none runs",
+            where)
+        self.restore_remaining = _gauge(
+            registry, "spotsched_restore_records_remaining",
+            "Records the running restore of a stage's partition has still to replay", where)
+        self.restore_replayed = _counter(
+            registry, "spotsched_restore_records_replayed",
+            "Records replayed by restores, by stage", ("stage",))
+        self.restores = _counter(
+            registry, "spotsched_restores", "Restores done, by stage and what they started from",
+            ("stage", "source"))
+        self.refusals = _counter(
+            registry, "spotsched_snapshots_refused",
+            "Snapshots a restore could not use (other version or settings, corrupt, incomplete)",
+            ("stage",))
+        self.failures = _counter(
+            registry, "spotsched_snapshot_failures",
+            "Snapshots that could not be written, by stage", ("stage",))
+        self.taken = _gauge(
+            registry, "spotsched_snapshot_taken_timestamp_seconds",
+            "Unix time the newest snapshot of a stage's partition this worker holds was taken",
+            where)
+        self.size = _gauge(registry, "spotsched_snapshot_bytes",
+                           "Size of the last snapshot written of a stage's partition", where)
+        self.write_seconds = Histogram(
+            "spotsched_snapshot_write_seconds",
+            "Seconds to take and write one snapshot of a stage's partition", ("stage",),
+            buckets=SNAPSHOT_BUCKETS, registry=registry)
+        _gauge(registry, "spotsched_snapshot_every_epochs",
+               "Slots of event time after which a stage is snapshotted").set(every_epochs)
+        for stage in (spec.name for spec in PIPELINE):
+            self.restore_replayed.labels(stage)
+            self.refusals.labels(stage)
+            self.failures.labels(stage)
+            for source in RESTORE_SOURCES:
+                self.restores.labels(stage, source)
+
+    def restore_started(self, stage: str, partition: int) -> None:
+        self.restore_started_at.labels(stage, str(partition)).set(self.clock())
+
+    def restore_progress(self, stage: str, partition: int, remaining: int,
+                         replayed: int = 0) -> None:
+        self.restore_remaining.labels(stage, str(partition)).set(remaining)
+        self.restore_replayed.labels(stage).inc(replayed)
+
+    def restore_ended(self, stage: str, partition: int) -> None:
+        self.restore_started_at.labels(stage, str(partition)).set(math.nan)
+        self.restore_remaining.labels(stage, str(partition)).set(0)
+
+    def restored(self, stage: str, source: str) -> None:
+        self.restores.labels(stage, source).inc()
+
+    def refused(self, stage: str) -> None:
+        self.refusals.labels(stage).inc()
+
+    def failed(self, stage: str) -> None:
+        self.failures.labels(stage).inc()
+
+    def snapshot_known(self, stage: str, partition: int, taken: float) -> None:
+        self.taken.labels(stage, str(partition)).set(taken)
+
+    def snapshot_written(self, stage: str, partition: int, taken: float, size: int,
+                         seconds: float) -> None:
+        self.snapshot_known(stage, partition, taken)
+        self.size.labels(stage, str(partition)).set(size)
+        self.write_seconds.labels(stage).observe(seconds)
+
+
 class PipelineMetrics:
     """A worker's metrics, registered in ``registry`` with every fixed label created up front.
 
@@ -260,9 +345,12 @@ class PipelineMetrics:
 
     def __init__(self, registry: CollectorRegistry, *, markets: Sequence[str],
                  topics: Sequence[str], slot_seconds: float, started: float,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, snapshot_every_epochs: int = 0
+                 ) -> None:
         self.jobs = JobSeries(registry)
         self.markets = MarketSeries(registry, markets)
+        self.recovery = RecoveryMetrics(registry, clock=clock,
+                                        every_epochs=snapshot_every_epochs)
         self.clock = clock
         self.events_consumed = _counter(
             registry, "spotsched_events_consumed", "Messages consumed, by topic", ("topic",))

@@ -11,7 +11,15 @@ import ssl
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from solver.market import SECONDS_PER_HOUR, Market
@@ -36,6 +44,9 @@ class Topics(BaseModel):
     forecasts: str = "spotsched.forecasts"
     dead_letters: str = "spotsched.dead-letters"
     market_boundaries: str = "spotsched.market-boundaries"
+    market_snapshots: str = "spotsched.snapshots.market"
+    coordinator_snapshots: str = "spotsched.snapshots.coordinator"
+    scheduler_snapshots: str = "spotsched.snapshots.scheduler"
 
 
 class Settings(BaseSettings):
@@ -76,7 +87,40 @@ class Settings(BaseSettings):
     broker_timeout_seconds: float = Field(
         300.0, gt=0,
         description="How long clients wait out an unreachable broker before failing")
+    snapshot_every_epochs: int = Field(
+        6, ge=1, description="Slots of event time after which a stage's partition is "
+        "snapshotted (docs/operations.md)")
+    snapshot_every_records: int = Field(
+        20_000, ge=1, description="Records after which a stage's partition is snapshotted")
+    retention_margin_hours: float = Field(
+        24.0, ge=0, description="Input kept beyond what the previous snapshot covers, by Kafka "
+        "timestamp")
+    input_retention_hours: float = Field(
+        168.0, gt=0, description="retention.ms of the input topics, a bound on their disk "
+        "even while snapshots stop")
+    session_timeout_seconds: float = Field(
+        10.0, ge=1, description="Kafka consumer-group session timeout: how soon a dead "
+        "worker's partitions move")
+    heartbeat_seconds: float = Field(
+        2.0, gt=0, description="Kafka consumer-group heartbeat interval")
+    max_poll_interval_seconds: float = Field(
+        300.0, gt=0, description="Longest time between two polls before a consumer leaves "
+        "its group")
     data_dir: Path = Field(Path(".spotsched"), description="Worker's local state directory")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Settings:
+        if self.heartbeat_seconds >= self.session_timeout_seconds:
+            raise ValueError(
+                f"heartbeat_seconds ({env_name('heartbeat_seconds')}) = "
+                f"{self.heartbeat_seconds:g}: expected less than session_timeout_seconds "
+                f"({self.session_timeout_seconds:g}), a third of it or less")
+        if self.input_retention_hours <= self.retention_margin_hours:
+            raise ValueError(
+                f"input_retention_hours ({env_name('input_retention_hours')}) = "
+                f"{self.input_retention_hours:g}: expected more than retention_margin_hours "
+                f"({self.retention_margin_hours:g})")
+        return self
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -179,6 +223,8 @@ def _describe(error: Any) -> str:
     field = loc[0] if loc else "settings"
     name = f"{'.'.join(loc) or field} ({env_name('__'.join(loc) or field)})"
     message = str(error["msg"]).removeprefix("Value error, ")
+    if not loc:  # a rule between settings: its message names them
+        return message
     if message.startswith("Input should be "):
         message = "expected " + message.removeprefix("Input should be ")
     if field in SECRETS or error["type"] == "missing":

@@ -4,6 +4,7 @@ and the baselines reported beside them."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from solver.forecast.base import Forecaster, Seasonality
@@ -45,6 +46,21 @@ DEFAULT_PRICE_MODEL = "learned-drift"
 DEFAULT_AVAILABILITY_MODEL = "semi-markov"
 
 
+@dataclass(frozen=True, slots=True)
+class NamedMarketFactory:
+    """Builds market forecasters with the named price and availability models; a plain value,
+    so a stage holding one can be snapshotted."""
+
+    price: str = DEFAULT_PRICE_MODEL
+    availability: str = DEFAULT_AVAILABILITY_MODEL
+
+    def __call__(self, season: Seasonality, window: int) -> MarketForecaster:
+        return MarketForecaster(
+            PRICE_MODELS[self.price](season), AVAILABILITY_MODELS[self.availability](season),
+            window, CapacityLevels(season.period),
+        )
+
+
 def market_factory(
     price: str = DEFAULT_PRICE_MODEL, availability: str = DEFAULT_AVAILABILITY_MODEL
 ) -> MarketFactory:
@@ -55,14 +71,7 @@ def market_factory(
     ):
         if name not in known:
             raise ValueError(f"{role} model={name!r}: expected one of {', '.join(known)}")
-
-    def build(season: Seasonality, window: int) -> MarketForecaster:
-        return MarketForecaster(
-            PRICE_MODELS[price](season), AVAILABILITY_MODELS[availability](season), window,
-            CapacityLevels(season.period),
-        )
-
-    return build
+    return NamedMarketFactory(price, availability)
 
 
 def baseline_factories() -> dict[str, MarketFactory]:

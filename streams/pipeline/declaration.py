@@ -20,6 +20,8 @@ its event's CloudEvents headers, with the stage as ``ce_source``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -45,8 +47,15 @@ from streams.pipeline.scheduler import PartitionScheduler
 from streams.pipeline.stage import Stage
 from streams.settings import Settings, Topics
 
-FOREVER = "-1"
-WEEK_MS = str(7 * 86_400 * 1000)
+FOREVER = -1
+WEEK_MS = 7 * 86_400 * 1000
+INPUT_SEGMENT_BYTES = 64 * 1024 * 1024
+"""Segment size of the input topics: trimmed records leave the disk a whole segment at a time."""
+SNAPSHOT_TOPIC_CONFIG = {
+    "cleanup.policy": "compact", "segment.bytes": str(16 * 1024 * 1024),
+    "segment.ms": str(86_400 * 1000), "min.cleanable.dirty.ratio": "0.5"}
+"""Snapshot topics keep the newest record of each key; a segment rolls at 16 MiB or a day, so
+the snapshots replaced are compacted away."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,22 +67,30 @@ class TopicSpec:
     config: dict[str, str] = field(default_factory=dict)
 
 
-def topic_specs(t: Topics, market_partitions: int, job_partitions: int) -> list[TopicSpec]:
-    """The pipeline's topics. Input logs are kept forever: a restarted stage rebuilds its
-    state from them."""
+def topic_specs(t: Topics, market_partitions: int, job_partitions: int,
+                input_retention_ms: int = FOREVER) -> list[TopicSpec]:
+    """The pipeline's topics. The inputs of the stages are trimmed as their snapshots cover
+    them (:mod:`streams.runners.recovery`), and bounded by ``input_retention_ms`` whatever
+    happens; each stage's snapshots have a compacted topic partitioned like its input."""
+    inputs = {"retention.ms": str(input_retention_ms),
+              "segment.bytes": str(INPUT_SEGMENT_BYTES)}
     return [
-        TopicSpec(t.market_ticks, market_partitions, {"retention.ms": FOREVER}),
-        TopicSpec(t.job_events, job_partitions, {"retention.ms": FOREVER}),
-        TopicSpec(t.market_boundaries, 1, {"retention.ms": FOREVER}),
-        TopicSpec(t.decisions, job_partitions, {"retention.ms": WEEK_MS}),
+        TopicSpec(t.market_ticks, market_partitions, inputs),
+        TopicSpec(t.job_events, job_partitions, inputs),
+        TopicSpec(t.market_boundaries, 1, inputs),
+        TopicSpec(t.decisions, job_partitions, {"retention.ms": str(WEEK_MS)}),
         TopicSpec(t.forecasts, market_partitions, {"cleanup.policy": "compact"}),
-        TopicSpec(t.dead_letters, 1, {"retention.ms": str(4 * int(WEEK_MS))}),
+        TopicSpec(t.dead_letters, 1, {"retention.ms": str(4 * WEEK_MS)}),
+        TopicSpec(t.market_snapshots, market_partitions, SNAPSHOT_TOPIC_CONFIG),
+        TopicSpec(t.coordinator_snapshots, 1, SNAPSHOT_TOPIC_CONFIG),
+        TopicSpec(t.scheduler_snapshots, job_partitions, SNAPSHOT_TOPIC_CONFIG),
     ]
 
 
 def settings_topics(settings: Settings) -> list[TopicSpec]:
     """:func:`topic_specs` of a worker's settings."""
-    return topic_specs(settings.topics, settings.market_partitions, settings.job_partitions)
+    return topic_specs(settings.topics, settings.market_partitions, settings.job_partitions,
+                       round(settings.input_retention_hours * 3_600_000))
 
 
 @dataclass(frozen=True)
@@ -92,6 +109,14 @@ class PipelineConfig:
     def make_policy(self) -> Policy:
         return self.timed(self.build(self.policy))
 
+    def fingerprint(self) -> str:
+        """A digest of what the stages are built from: a snapshot taken under another one is
+        refused (:mod:`streams.pipeline.snapshot`)."""
+        described = {"catalogue": [[m.key, m.on_demand_price] for m in self.catalogue],
+                     "slot_seconds": self.slot_seconds, "policy": str(self.policy),
+                     "max_future_skew": self.max_future_skew}
+        return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()[:16]
+
 
 @dataclass(frozen=True, slots=True)
 class Route:
@@ -106,13 +131,16 @@ class Route:
 @dataclass(frozen=True)
 class StageSpec:
     """A stage: the topic (a :class:`Topics` field) it consumes, how it is built (one per
-    partition), and its routes. ``batched``: the Kafka runner reads its topic with the batched
-    consumer rather than a Faust agent (the market ticks outnumber everything else)."""
+    partition), its routes, and the topic of its snapshots (a :class:`Topics` field, one
+    partition per partition of its input). ``batched``: the Kafka runner reads its topic with
+    the batched consumer rather than a Faust agent (the market ticks outnumber everything
+    else)."""
 
     name: str
     topic: str
     make: Callable[[PipelineConfig], Stage]
     routes: tuple[Route, ...]
+    snapshots: str
     batched: bool = False
 
     def targets(self, event: Envelope) -> list[Route]:
@@ -125,16 +153,17 @@ PIPELINE: tuple[StageSpec, ...] = (
         lambda c: MarketStage(c.catalogue, c.slot_seconds, max_future_skew=c.max_future_skew),
         (Route(PublishedForecast, "forecasts"), Route(PublishedForecast, "market_boundaries"),
          Route(MarketBoundary, "market_boundaries")),
-        batched=True),
+        "market_snapshots", batched=True),
     StageSpec(
         "coordinator", "market_boundaries",
         lambda c: EpochCoordinator(c.catalogue, c.slot_seconds),
         (Route(PublishedForecast, "job_events", fan_out=True),
-         Route(EpochClosed, "job_events", fan_out=True))),
+         Route(EpochClosed, "job_events", fan_out=True)),
+        "coordinator_snapshots"),
     StageSpec(
         "scheduler", "job_events",
         lambda c: PartitionScheduler(c.catalogue, c.slot_seconds, c.make_policy),
-        (Route(ProvisioningDecision, "decisions"),)),
+        (Route(ProvisioningDecision, "decisions"),), "scheduler_snapshots"),
 )
 """The stages, in the order data flows through them."""
 

@@ -19,7 +19,6 @@ reason. The other jobs of the epoch are decided as if it had not been there.
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 from collections.abc import Callable, Sequence
 
@@ -82,7 +81,7 @@ class PartitionScheduler:
         self._known: dict[str, JobSubmitted] = {}
         self._submissions: dict[str, Message | None] = {}
         self._waiting: list[tuple[float, int, JobEvent, Message | None]] = []
-        self._arrivals = itertools.count()
+        self._arrivals = 0
         self._forecasts = PendingForecasts([m.key for m in self.catalogue], slot_seconds)
 
     def handle(self, event: JobEvent | PublishedForecast | EpochClosed,
@@ -104,7 +103,8 @@ class PartitionScheduler:
                 f"{event.type} at {event.event_time.isoformat()}: {MAX_WAITING_EVENTS:,} job "
                 "events already wait for their epoch; expected epochs to keep up")
         if waits:
-            heapq.heappush(self._waiting, (time, next(self._arrivals), event, message))
+            self._arrivals += 1
+            heapq.heappush(self._waiting, (time, self._arrivals, event, message))
         else:
             self._apply(event)
         if isinstance(event, JobSubmitted):

@@ -3,12 +3,14 @@ worker.
 
 The batched stage (the market stage) runs on a consumer of its own inside the worker
 (:class:`streams.runners.tick_consumer.TickConsumer`, group ``<app id>.market-ticks``); every
-other stage is a Faust agent (group ``<app id>``). Each keeps one stage per partition it owns.
-When a worker takes over a partition in the middle of its log (a restart, or a rebalance), it
-first rebuilds the stage by re-reading the partition from the beginning up to that point, so
-no state is lost; anything re-emitted carries the same idempotency key as before.
+other stage is a Faust agent (group ``<app id>``). Each keeps one stage per partition it owns
+(:class:`streams.runners.recovery.PartitionStages`). When a worker takes over a partition in
+the middle of its log (a restart, or a rebalance), it first restores the stage from its newest
+snapshot and replays the log after it, so no state is lost; anything re-emitted carries the
+same idempotency key as before. After each batch's outputs are delivered, the stages due are
+snapshotted.
 
-Every message goes through a :class:`streams.pipeline.driver.Driver`, live and in the rebuild
+Every message goes through a :class:`streams.pipeline.driver.Driver`, live and in a restore
 alike: whatever it makes its stage raise is dead-lettered (and counted as a stage error), and
 the stage goes on with the next message.
 """
@@ -23,10 +25,11 @@ from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any
 
 import faust
-from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+from aiokafka import ConsumerRecord
+from mode import Service
 from prometheus_client import CollectorRegistry
 
-from streams.kafka.connect import start_client
+from streams.kafka.state import KafkaState
 from streams.metrics import PipelineMetrics
 from streams.pipeline.declaration import (
     PIPELINE,
@@ -36,9 +39,10 @@ from streams.pipeline.declaration import (
     sends,
     settings_topics,
 )
-from streams.pipeline.driver import Driver, Handling, dead_letter, is_stage_error
+from streams.pipeline.driver import Handling, dead_letter, is_stage_error
 from streams.pipeline.stage import Message
 from streams.runners.memory import Observer
+from streams.runners.recovery import PartitionStages, record_message
 from streams.runners.tick_consumer import TickConsumer
 from streams.runtime import rate_limit_handlers
 from streams.settings import Settings
@@ -59,10 +63,13 @@ def create_app(settings: Settings, registry: CollectorRegistry | None = None) ->
     metrics = PipelineMetrics(
         registry or CollectorRegistry(), markets=[m.key for m in catalogue],
         topics=[getattr(settings.topics, spec.topic) for spec in PIPELINE],
-        slot_seconds=settings.slot_seconds, started=time.time())
+        slot_seconds=settings.slot_seconds, started=time.time(),
+        snapshot_every_epochs=settings.snapshot_every_epochs)
     config = PipelineConfig(catalogue, settings.slot_seconds, settings.policy_spec(),
                             settings.max_future_skew_seconds, timed=metrics.timed)
-    runner = KafkaRunner(app, settings, config, (metrics, HandlingLog()))
+    state = KafkaState(settings)
+    app.service(_StateClients(state, beacon=app.beacon))
+    runner = KafkaRunner(app, settings, config, state, metrics, (metrics, HandlingLog()))
     for spec in PIPELINE:
         runner.run(spec)
     return app
@@ -73,8 +80,10 @@ class KafkaRunner:
     routes say, and tells the observers what every message did."""
 
     def __init__(self, app: faust.App, settings: Settings, config: PipelineConfig,
+                 state: KafkaState, metrics: PipelineMetrics,
                  observers: Sequence[Observer]) -> None:
         self.app, self.settings, self.config = app, settings, config
+        self.state, self.metrics = state, metrics
         self.observers = tuple(observers)
         self.partitions = partition_counts(settings_topics(settings))
         self._topics: dict[str, faust.TopicT] = {}
@@ -82,29 +91,41 @@ class KafkaRunner:
     def run(self, spec: StageSpec) -> None:
         """Run ``spec``'s stage on its topic: on the batched consumer, or as an agent."""
         topic = getattr(self.settings.topics, spec.topic)
-        stages = PartitionStages(self.settings, topic, lambda: spec.make(self.config))
+        stages = PartitionStages(
+            spec, self.settings, self.config, self.state,
+            {"config": self.config, "solve_seconds": self.metrics.solve_seconds},
+            self.metrics.recovery)
         if spec.batched:
             async def handle(records: Sequence[ConsumerRecord]) -> list[Awaitable[Any]]:
                 return [d for record in records
                         for d in await self.process(spec, stages, record_message(record))]
 
-            self.app.service(TickConsumer(self.settings, handle, beacon=self.app.beacon))
+            self.app.service(TickConsumer(self.settings, handle, stages,
+                                          beacon=self.app.beacon))
             return
 
         async def agent(stream: faust.StreamT) -> None:
             async with _crash_on_error(self.app, spec.name):
                 async for batch in stream.take_events(BATCH, within=BATCH_WAIT_SECONDS):
-                    await asyncio.gather(*[d for event in batch for d in await self.process(
-                        spec, stages, event_message(event))])
+                    deliveries = []
+                    for event in batch:
+                        message = event_message(event)
+                        assert message.partition is not None and message.offset is not None
+                        if not stages.ready(message.partition, message.offset):
+                            await stages.recover(message.partition, message.offset)
+                        deliveries += await self.process(spec, stages, message)
+                    await asyncio.gather(*deliveries)
+                    await stages.checkpoint()
 
         self.app.agent(self._topic(topic), name=f"spotsched.{spec.name}")(agent)
 
     async def process(self, spec: StageSpec, stages: PartitionStages,
                       message: Message) -> list[Awaitable[Any]]:
-        """One message through its partition's stage; returns the deliveries of what it
-        wrote."""
-        assert message.partition is not None and message.offset is not None
-        handling = (await stages.driver(message.partition, message.offset)).process(message)
+        """One message through its partition's stage (taken before: skipped); returns the
+        deliveries of what it wrote."""
+        handling = stages.process(message)
+        if handling is None:
+            return []
         for observer in self.observers:
             observer.observe(spec.name, message, handling)
         return [await self._topic(out.topic).send(
@@ -132,60 +153,21 @@ class HandlingLog:
             log.warning("dead letter from %s: %s", where, letter.reason)
 
 
-def record_message(record: ConsumerRecord) -> Message:
-    """An aiokafka record as a stage's message (Kafka timestamps are in milliseconds)."""
-    return Message(record.topic, record.value, record.key, record.partition, record.offset,
-                   record.timestamp / 1000.0 if record.timestamp else None)
-
-
 def event_message(event: faust.EventT) -> Message:
     """A Faust event's raw message as a stage's message (Faust gives seconds)."""
     m = event.message
     return Message(m.topic, m.value, m.key, m.partition, m.offset, m.timestamp)
 
 
-class PartitionStages:
-    """One stage (behind its driver) per partition of a topic, rebuilt from the log when taken
-    over mid-way."""
+class _StateClients(Service):
+    """Closes the worker's snapshot and trimming clients when it stops."""
 
-    def __init__(self, settings: Settings, topic: str, make_stage: Any) -> None:
-        self.settings = settings
-        self.topic = topic
-        self.make_stage = make_stage
-        self._drivers: dict[int, Driver] = {}
-        self._next_offset: dict[int, int] = {}
+    def __init__(self, state: KafkaState, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.clients = state
 
-    async def driver(self, partition: int, offset: int) -> Driver:
-        if self._next_offset.get(partition) != offset:
-            self._drivers[partition] = await self._rebuild(partition, offset)
-        self._next_offset[partition] = offset + 1
-        return self._drivers[partition]
-
-    async def _rebuild(self, partition: int, until: int) -> Driver:
-        """A driver whose stage has seen offsets ``0 .. until - 1``: they are processed as when
-        first seen (rejected ones included) and their outputs discarded."""
-        driver = Driver(self.make_stage())
-        if until <= 0:
-            return driver
-        log.info("rebuilding %s[%d] from offsets 0..%d", self.topic, partition, until - 1)
-        consumer = await start_client(
-            lambda: AIOKafkaConsumer(**self.settings.kafka_options(), enable_auto_commit=False),
-            self.settings, f"rebuilding {self.topic}[{partition}]")
-        try:
-            tp = TopicPartition(self.topic, partition)
-            consumer.assign([tp])
-            await consumer.seek_to_beginning(tp)
-            position = 0
-            while position < until:
-                batch = await consumer.getmany(tp, timeout_ms=1000)
-                for record in batch.get(tp, []):
-                    position = record.offset + 1
-                    if record.offset >= until:
-                        break
-                    driver.process(record_message(record))
-        finally:
-            await consumer.stop()
-        return driver
+    async def on_stop(self) -> None:
+        await self.clients.stop()
 
 
 class RateLimitedWorker(faust.Worker):
@@ -207,6 +189,9 @@ def _faust_app(settings: Settings) -> faust.App:
         topic_allow_declare=False,
         topic_disable_leader=True,
         consumer_auto_offset_reset="earliest",
+        broker_session_timeout=settings.session_timeout_seconds,
+        broker_heartbeat_interval=settings.heartbeat_seconds,
+        broker_max_poll_interval=settings.max_poll_interval_seconds,
         producer_acks=-1,
         web_enabled=False,
         broker_max_poll_records=2000,

@@ -5,7 +5,13 @@ thousand messages per second; the ticks topic carries far more than the other in
 is read by a plain consumer in a consumer group of its own (:func:`group_id`). A batch is
 handled, every delivery it started is awaited, and only then are its offsets committed:
 at-least-once, and whatever a batch emits again after a crash is identical to what it emitted
-the first time.
+the first time. Then the stages due are snapshotted.
+
+A partition whose stage must first be recovered (taken over mid-way: a restart, a rebalance)
+is paused and rewound to its first record of the batch, and recovers in the background
+(:mod:`streams.runners.recovery`) while the other partitions flow and the consumer keeps
+polling, so it stays in its group however long the recovery takes; it resumes once its
+stage is ready.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
 from aiokafka.errors import CommitFailedError
@@ -38,6 +44,16 @@ BatchHandler = Callable[[Sequence[ConsumerRecord]], Awaitable[list[Awaitable[Any
 """Handles records (each partition's in offset order) and returns the deliveries it started."""
 
 
+class Stages(Protocol):
+    """The stages behind the handler (:class:`streams.runners.recovery.PartitionStages`)."""
+
+    def ready(self, partition: int, offset: int) -> bool: ...
+
+    async def recover(self, partition: int, offset: int) -> None: ...
+
+    async def checkpoint(self) -> None: ...
+
+
 def group_id(settings: Settings) -> str:
     """The consumer group of the market-ticks path."""
     return f"{settings.app_id}.market-ticks"
@@ -52,22 +68,29 @@ class TickConsumer(Service):
     other than a failed commit crashes the worker, which is safe to restart.
     """
 
-    def __init__(self, settings: Settings, handle: BatchHandler, **kwargs: Any) -> None:
+    def __init__(self, settings: Settings, handle: BatchHandler, stages: Stages,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.settings = settings
         self.topic = settings.topics.market_ticks
         self._handle = handle
+        self._stages = stages
         self._batch = asyncio.Lock()
         self._consumer: AIOKafkaConsumer | None = None
         self._consuming: asyncio.Future[Any] | None = None
+        self._recovering: set[TopicPartition] = set()
 
     async def on_start(self) -> None:
+        settings = self.settings
         self._consumer = await start_client(
             lambda: AIOKafkaConsumer(
-                **self.settings.kafka_options(), group_id=group_id(self.settings),
+                **settings.kafka_options(), group_id=group_id(settings),
                 enable_auto_commit=False, auto_offset_reset="earliest",
-                fetch_max_wait_ms=FETCH_WAIT_MS),
-            self.settings, f"consuming {self.topic}")
+                fetch_max_wait_ms=FETCH_WAIT_MS,
+                session_timeout_ms=round(settings.session_timeout_seconds * 1000),
+                heartbeat_interval_ms=round(settings.heartbeat_seconds * 1000),
+                max_poll_interval_ms=round(settings.max_poll_interval_seconds * 1000)),
+            settings, f"consuming {self.topic}")
         self._consumer.subscribe([self.topic], listener=_Handover(self._batch))
         self._consuming = self.add_future(self._consume(self._consumer))
 
@@ -85,11 +108,42 @@ class TickConsumer(Service):
             # taken without yielding: a batch is handled and committed within one assignment.
             batch = await consumer.getmany(timeout_ms=POLL_MS, max_records=MAX_RECORDS)
             async with self._batch:
+                batch = {tp: records for tp, records in batch.items()
+                         if self._admit(consumer, tp, records[0].offset)}
                 if batch:
                     await asyncio.gather(*await self._handle(
                         [record for records in batch.values() for record in records]))
                     await self._commit(consumer, {tp: records[-1].offset + 1
                                                   for tp, records in batch.items()})
+                    await self._stages.checkpoint()
+
+    def _admit(self, consumer: AIOKafkaConsumer, tp: TopicPartition, offset: int) -> bool:
+        """Whether the partition's records from ``offset`` can be handled now; if not, the
+        partition is paused, rewound to ``offset`` and recovers in the background."""
+        if self._stages.ready(tp.partition, offset):
+            return True
+        consumer.pause(tp)
+        consumer.seek(tp, offset)
+        if tp not in self._recovering:
+            self._recovering.add(tp)
+            self.add_future(self._recover(consumer, tp, offset))
+        return False
+
+    async def _recover(self, consumer: AIOKafkaConsumer, tp: TopicPartition,
+                       offset: int) -> None:
+        try:
+            await self._stages.recover(tp.partition, offset)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.critical("%s[%d]: recovery failed, stopping the worker: %s: %s", self.topic,
+                         tp.partition, type(exc).__name__, exc)
+            await self.crash(exc)
+            return
+        finally:
+            self._recovering.discard(tp)
+        if tp in consumer.assignment():
+            consumer.resume(tp)
 
     async def _commit(
         self, consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]
@@ -106,11 +160,10 @@ class TickConsumer(Service):
 class _Handover(ConsumerRebalanceListener):
     """Lets a rebalance proceed only between batches, so a batch is committed by its owner.
 
-    A revoked partition's stage is kept, not dropped: :class:`streams.runners.kafka.PartitionStages`
-    rebuilds a stage from the log whenever the offset it is given is not the one after the
-    last it handled. A stage that missed records handled elsewhere is therefore never used
-    stale, and one whose partition comes straight back (a stage is a function of its log up
-    to that offset) is reused without re-reading the log.
+    A revoked partition's stage is kept, not dropped (:mod:`streams.runners.recovery`): one
+    whose partition comes straight back is reused as it is, and one that missed records
+    handled elsewhere is brought forward from its newest snapshot or from itself, whichever
+    is further.
     """
 
     def __init__(self, batch: asyncio.Lock) -> None:

@@ -1,0 +1,266 @@
+"""The stages a worker holds for the partitions of one input topic: recovered when a partition
+is taken over, snapshotted as they go.
+
+A stage is a deterministic function of its partition's log, so the worker keeps, for each
+partition it has owned, the stage and the next offset the stage expects. A message at that
+offset is taken; one before it was taken already, its outputs delivered, and is skipped; one
+after it means the partition was processed elsewhere meanwhile (a restart, a rebalance), and
+the stage is recovered first (:meth:`PartitionStages.recover`):
+
+1. from the newest base: the stage in memory, or the newest snapshot this worker can read
+   (:mod:`streams.pipeline.snapshot`; a refused one is logged in one line and the other slot
+   tried);
+2. with neither, from a fresh stage at the start of the partition's log — a rebuild from the
+   log; when the log no longer starts at offset 0, what came before is missing and the log
+   line says so;
+3. then the log from the base up to the message is replayed, its outputs discarded (they were
+   written when the messages were first processed).
+
+Replay runs in worker threads, a batch at a time, so the worker's consumers keep polling;
+the market-ticks consumer pauses a partition while it recovers
+(:mod:`streams.runners.tick_consumer`).
+
+After a batch's outputs are delivered, a stage that has taken ``snapshot_every_records``
+records or moved ``snapshot_every_epochs`` slots of event time since its last snapshot is
+snapshotted (:mod:`streams.kafka.state`), and its input before the previous snapshot (and
+older than ``retention_margin_hours``) is trimmed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from aiokafka import ConsumerRecord
+
+from streams.kafka.state import KafkaState, Manifest
+from streams.metrics import RecoveryMetrics
+from streams.pipeline.declaration import PipelineConfig, StageSpec
+from streams.pipeline.driver import Driver, Handling
+from streams.pipeline.snapshot import SnapshotRefused, pickle_state, restore, seal
+from streams.pipeline.stage import Message, Stage
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Held:
+    """A partition's stage, the next offset it expects, and what is known of its snapshots."""
+
+    driver: Driver
+    next: int
+    newest: Manifest | None = None
+    """The partition's newest snapshot manifest on the topic (the next one takes the other
+    slot)."""
+    readable: Manifest | None = None
+    """The newest snapshot known to restore (written or restored here): the input is kept
+    from it."""
+    records: int = 0
+    """Records taken since the last snapshot."""
+    epochs: int = 0
+    """Slots of event time passed since the last snapshot."""
+    epoch: int | None = None
+    """The slot of the latest event time taken."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryConfig:
+    """Where a stage's state lives and how often it is snapshotted."""
+
+    every_epochs: int
+    every_records: int
+    margin_seconds: float
+
+    @staticmethod
+    def of(settings: Settings) -> RecoveryConfig:
+        return RecoveryConfig(settings.snapshot_every_epochs, settings.snapshot_every_records,
+                              settings.retention_margin_hours * 3600.0)
+
+
+class PartitionStages:
+    """One stage per partition of ``spec``'s input topic (module doc)."""
+
+    def __init__(self, spec: StageSpec, settings: Settings, config: PipelineConfig,
+                 state: KafkaState, environment: Mapping[str, object],
+                 metrics: RecoveryMetrics) -> None:
+        self.name = spec.name
+        self.topic = getattr(settings.topics, spec.topic)
+        self.snapshots = getattr(settings.topics, spec.snapshots)
+        self.make_stage: Callable[[], Stage] = lambda: spec.make(config)
+        self.fingerprint = config.fingerprint()
+        self.slot_seconds = config.slot_seconds
+        self.cadence = RecoveryConfig.of(settings)
+        self.state = state
+        self.environment = environment
+        self.metrics = metrics
+        self._held: dict[int, _Held] = {}
+        self._recovering: dict[int, asyncio.Task[None]] = {}
+
+    def ready(self, partition: int, offset: int) -> bool:
+        """Whether the partition's stage can take the message at ``offset`` now (not while it
+        is being recovered)."""
+        held = self._held.get(partition)
+        return held is not None and held.next >= offset and partition not in self._recovering
+
+    def process(self, message: Message) -> Handling | None:
+        """The message through its partition's stage; ``None`` when the stage took it
+        already."""
+        assert message.partition is not None and message.offset is not None
+        held = self._held[message.partition]
+        if message.offset < held.next:
+            return None
+        if message.offset != held.next:
+            raise RuntimeError(f"{self.topic}[{message.partition}]: offset {message.offset} "
+                               f"before the stage was recovered to it (at {held.next})")
+        handling = held.driver.process(message)
+        self._took(held, handling)
+        return handling
+
+    async def recover(self, partition: int, offset: int) -> None:
+        """Bring the partition's stage to ``offset`` (module doc); concurrent calls share the
+        work."""
+        while not self.ready(partition, offset):
+            task = self._recovering.get(partition)
+            if task is None:
+                task = self._recovering[partition] = asyncio.ensure_future(
+                    self._recover(partition, offset))
+            await task
+
+    async def checkpoint(self) -> None:
+        """Snapshot the stages due (call once their outputs are delivered)."""
+        for partition, held in list(self._held.items()):
+            due = (held.records >= self.cadence.every_records
+                   or (held.records and held.epochs >= self.cadence.every_epochs))
+            if due and partition not in self._recovering:
+                try:
+                    await self._snapshot(partition, held)
+                except Exception as exc:  # the stage goes on; the next checkpoint tries again
+                    self.metrics.failed(self.name)
+                    log.error("%s[%d]: snapshot failed: %s: %s", self.snapshots, partition,
+                              type(exc).__name__, exc)
+
+    # -- recovery -------------------------------------------------------------------------
+
+    async def _recover(self, partition: int, target: int) -> None:
+        began = time.monotonic()
+        where = f"{self.topic}[{partition}]"
+        self.metrics.restore_started(self.name, partition)
+        held = self._held.pop(partition, None)  # out of sight while it is replayed
+        try:
+            base, source, described, manifests = await self._base(partition, held, target)
+            start = await self.state.log_start(self.topic, partition)
+            if base is None:
+                base = _Held(Driver(self.make_stage()), start)
+                if target <= start:
+                    log.info("%s: a new %s stage at offset %d", where, self.name, start)
+                else:
+                    missing = (f"; the log starts at offset {start:,}: what came before is "
+                               "missing") if start > 0 else ""
+                    log.warning("%s: no snapshot to restore, rebuilding the %s stage from the "
+                                "log%s", where, self.name, missing)
+            elif base.next < start:
+                log.warning("%s: the log no longer holds offsets %d..%d after %s; they are "
+                            "missing from the %s stage's state", where, base.next, start - 1,
+                            described, self.name)
+                base.next = start
+            if manifests:
+                base.newest = manifests[0]
+            tail = max(0, target - base.next)
+            if tail or source != "log":
+                log.info("%s: restoring the %s stage from %s, replaying %d records "
+                         "(offsets %d..%d)", where, self.name, described, tail, base.next,
+                         target - 1)
+            replayed = await self._replay(partition, base, target, tail)
+            self._held[partition] = base
+            if tail or source != "log":
+                self.metrics.restored(self.name, source)
+                log.info("%s: restored the %s stage in %.1f s from %s, %d records replayed; "
+                         "next offset %d", where, self.name, time.monotonic() - began,
+                         described, replayed, base.next)
+        finally:
+            self._recovering.pop(partition, None)
+            self.metrics.restore_ended(self.name, partition)
+
+    async def _base(self, partition: int, held: _Held | None, target: int
+                    ) -> tuple[_Held | None, str, str, list[Manifest]]:
+        """Where to start: the stage in memory (``held``), or the newest readable snapshot
+        beyond it."""
+        base = held if held is not None and held.next <= target else None
+        manifests = await self.state.manifests(self.snapshots, partition)
+        for manifest in manifests:
+            if base is not None and manifest.offset <= base.next:
+                break
+            try:
+                blob = await self.state.read_snapshot(self.snapshots, partition, manifest)
+                header, stage = await asyncio.to_thread(
+                    restore, blob, stage=self.name, partition=partition,
+                    settings=self.fingerprint, environment=self.environment)
+            except SnapshotRefused as exc:
+                self.metrics.refused(self.name)
+                log.warning("%s[%d]: snapshot refused, %s", self.snapshots, partition, exc)
+                continue
+            self.metrics.snapshot_known(self.name, partition, header.taken)
+            described = (f"the snapshot at offset {header.offset:,} ({manifest.bytes:,} bytes, "
+                         f"taken {time.time() - header.taken:,.0f} s ago)")
+            return (_Held(Driver(stage), header.offset, readable=manifest), "snapshot",
+                    described, manifests)
+        if base is not None:
+            return base, "memory", f"the stage in memory at offset {base.next:,}", manifests
+        return None, "log", "the log", manifests
+
+    async def _replay(self, partition: int, held: _Held, target: int, tail: int) -> int:
+        replayed = 0
+        self.metrics.restore_progress(self.name, partition, tail)
+        async for records in self.state.read_log(self.topic, partition, held.next, target):
+            messages = [record_message(r) for r in records if r.offset >= held.next]
+            await asyncio.to_thread(self._take_all, held, messages)
+            replayed += len(messages)
+            self.metrics.restore_progress(self.name, partition, max(0, target - held.next),
+                                          len(messages))
+        return replayed
+
+    def _take_all(self, held: _Held, messages: list[Message]) -> None:
+        for message in messages:
+            self._took(held, held.driver.process(message))
+
+    def _took(self, held: _Held, handling: Handling) -> None:
+        held.next += 1
+        held.records += 1
+        if handling.event is not None:
+            epoch = math.floor(handling.event.event_time.timestamp() / self.slot_seconds)
+            if held.epoch is not None and epoch > held.epoch:
+                held.epochs += epoch - held.epoch
+            held.epoch = epoch if held.epoch is None else max(held.epoch, epoch)
+
+    # -- snapshots ------------------------------------------------------------------------
+
+    async def _snapshot(self, partition: int, held: _Held) -> None:
+        began = time.perf_counter()
+        pickled = pickle_state(held.driver.stage, self.environment)
+        offset, taken = held.next, time.time()
+        held.records = held.epochs = 0
+        blob = await asyncio.to_thread(seal, pickled, stage=self.name, partition=partition,
+                                       offset=offset, settings=self.fingerprint, taken=taken)
+        manifest = await self.state.write_snapshot(self.snapshots, partition, blob, offset,
+                                                   taken, held.newest)
+        previous, held.newest, held.readable = held.readable, manifest, manifest
+        self.metrics.snapshot_written(self.name, partition, taken, len(blob),
+                                      time.perf_counter() - began)
+        log.debug("%s[%d]: snapshot at offset %d, %d bytes, in %.3f s", self.snapshots,
+                  partition, offset, len(blob), time.perf_counter() - began)
+        if previous is not None:
+            start = await self.state.trim(self.topic, partition, previous.offset,
+                                          self.cadence.margin_seconds)
+            if start is not None:
+                log.debug("%s[%d]: trimmed before offset %d", self.topic, partition, start)
+
+
+def record_message(record: ConsumerRecord) -> Message:
+    """An aiokafka record as a stage's message (Kafka timestamps are in milliseconds)."""
+    return Message(record.topic, record.value, record.key, record.partition, record.offset,
+                   record.timestamp / 1000.0 if record.timestamp else None)

@@ -1,6 +1,9 @@
 """The stages a worker holds for the partitions of one input topic: recovered when a partition
 is taken over, snapshotted as they go.
 
+Warnings are formatted before they are logged, so that the log's rate limit
+(:mod:`streams.runtime`) holds back repeats of one line, never the lines of other partitions.
+
 A stage is a deterministic function of its partition's log, so the worker keeps, for each
 partition it has owned, the stage and the next offset the stage expects. A message at that
 offset is taken; one before it was taken already, its outputs delivered, and is skipped; one
@@ -141,8 +144,8 @@ class PartitionStages:
                     await self._snapshot(partition, held)
                 except Exception as exc:  # the stage goes on; the next checkpoint tries again
                     self.metrics.failed(self.name)
-                    log.error("%s[%d]: snapshot failed: %s: %s", self.snapshots, partition,
-                              type(exc).__name__, exc)
+                    log.error(f"{self.snapshots}[{partition}]: snapshot failed: "
+                              f"{type(exc).__name__}: {exc}")
 
     # -- recovery -------------------------------------------------------------------------
 
@@ -161,12 +164,12 @@ class PartitionStages:
                 else:
                     missing = (f"; the log starts at offset {start:,}: what came before is "
                                "missing") if start > 0 else ""
-                    log.warning("%s: no snapshot to restore, rebuilding the %s stage from the "
-                                "log%s", where, self.name, missing)
+                    log.warning(f"{where}: no snapshot to restore, rebuilding the {self.name} "
+                                f"stage from the log{missing}")
             elif base.next < start:
-                log.warning("%s: the log no longer holds offsets %d..%d after %s; they are "
-                            "missing from the %s stage's state", where, base.next, start - 1,
-                            described, self.name)
+                log.warning(f"{where}: the log no longer holds offsets {base.next}..{start - 1} "
+                            f"after {described}; they are missing from the {self.name} stage's "
+                            "state")
                 base.next = start
             if manifests:
                 base.newest = manifests[0]
@@ -202,7 +205,7 @@ class PartitionStages:
                     settings=self.fingerprint, environment=self.environment)
             except SnapshotRefused as exc:
                 self.metrics.refused(self.name)
-                log.warning("%s[%d]: snapshot refused, %s", self.snapshots, partition, exc)
+                log.warning(f"{self.snapshots}[{partition}]: snapshot refused, {exc}")
                 continue
             self.metrics.snapshot_known(self.name, partition, header.taken)
             described = (f"the snapshot at offset {header.offset:,} ({manifest.bytes:,} bytes, "

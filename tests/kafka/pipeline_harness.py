@@ -14,12 +14,15 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaProducer
 
-from solver.market import Market
+from solver.market import Market, build_market_data
+from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
+from solver.workload import WorkloadSpec, generate_jobs
 from streams.contract import DeadLetter, Envelope, ProvisioningDecision
 from streams.kafka.clients import read_events
 from streams.kafka.partitions import partition_for
 from streams.pipeline import decision_rows
-from streams.settings import Settings, Topics, write_catalogue
+from streams.replay import ReplayEvent, trace_events
+from streams.settings import Settings, Topics, env_name, write_catalogue
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,6 +37,8 @@ class Pipeline:
     policy: str = "greedy"
     job_partitions: int = 1
     market_partitions: int = 2
+    options: dict[str, object] = field(default_factory=dict)
+    """Further worker settings, by field name (e.g. ``snapshot_every_epochs``)."""
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -48,7 +53,8 @@ class Pipeline:
         return Settings(bootstrap_servers=self.bootstrap, topics=self.topics,
                         job_partitions=self.job_partitions,
                         market_partitions=self.market_partitions,
-                        markets_file=self.markets_file, policy=self.policy, app_id=self.app_id)
+                        markets_file=self.markets_file, policy=self.policy, app_id=self.app_id,
+                        **self.options)
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("SPOTSCHED_")}
@@ -60,6 +66,7 @@ class Pipeline:
         })
         for name in Topics.model_fields:
             env[f"SPOTSCHED_TOPICS__{name.upper()}"] = getattr(self.topics, name)
+        env.update({env_name(name): str(value) for name, value in self.options.items()})
         return env
 
     def spotsched(self, *args: str, timeout: float = 300) -> str:
@@ -104,8 +111,10 @@ class Pipeline:
                 process.kill()
 
     def worker_logs(self) -> str:
-        return "\n".join((self.workdir / f"worker-{n}.log").read_text(errors="replace")[-4000:]
-                         for n in range(len(self.workers)))
+        return "\n".join(self.worker_log(n)[-4000:] for n in range(len(self.workers)))
+
+    def worker_log(self, n: int) -> str:
+        return (self.workdir / f"worker-{n}.log").read_text(errors="replace")
 
     def read(self, topic: str, idle: float = 3.0) -> list[Envelope]:
         async def collect() -> list[Envelope]:
@@ -149,6 +158,24 @@ async def publish_raw(pipeline: Pipeline, messages: Iterable[tuple[str, str, byt
                                          partition=partition_for(key, counts[topic]))
     finally:
         await producer.stop()
+
+
+def synthetic_events(spec: SyntheticMarketSpec, n_jobs: int) -> list[ReplayEvent]:
+    """The events of a synthetic market and ``n_jobs`` jobs on it, as a replay sends them."""
+    ticks = synthetic_ticks(spec)
+    jobs = generate_jobs(build_market_data(ticks, 3600), n_jobs, WorkloadSpec(seed=spec.seed))
+    return list(trace_events(ticks, jobs))
+
+
+def synthetic_expectation(pipeline: Pipeline, workdir: Path, spec: SyntheticMarketSpec,
+                          n_jobs: int) -> list[tuple]:
+    """The decision rows of the same synthetic market and jobs replayed in-process."""
+    out = workdir / "inproc.jsonl"
+    pipeline.spotsched("replay", "--synthetic-markets", str(spec.n_markets), "--days",
+                       str(spec.days), "--seed", str(spec.seed), "--n-jobs", str(n_jobs),
+                       "--policy", pipeline.policy, "--job-partitions",
+                       str(pipeline.job_partitions), "--decisions", str(out))
+    return rows_from_jsonl(out)
 
 
 def rows_from_jsonl(path: Path) -> list[tuple]:

@@ -9,16 +9,20 @@ import signal
 
 import pytest
 
-from solver.market import build_market_data
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from solver.workload import WorkloadSpec, generate_jobs
 from streams.contract import JobSubmitted, PriceTick, dump_event
 from streams.kafka.clients import publish_replay
 from streams.pipeline import decision_rows
-from streams.replay import trace_events
 from streams.settings import read_catalogue
 from tests.kafka.console import check_against_the_contract, console_records
-from tests.kafka.pipeline_harness import Pipeline, publish_raw, rows_from_jsonl, wait_for
+from tests.kafka.pipeline_harness import (
+    Pipeline,
+    publish_raw,
+    rows_from_jsonl,
+    wait_for,
+)
+from tests.kafka.pipeline_harness import synthetic_events as harness_events
+from tests.kafka.pipeline_harness import synthetic_expectation as harness_expectation
 from tests.traces_dir import needs_traces, traces_dir
 
 pytestmark = pytest.mark.kafka
@@ -27,34 +31,12 @@ SPEC = SyntheticMarketSpec(seed=5, n_markets=3, days=8)
 N_JOBS = 12
 
 
-@pytest.fixture
-def pipelines(kafka_bootstrap, tmp_path):
-    made: list[Pipeline] = []
-
-    def make(catalogue, **options) -> Pipeline:
-        workdir = tmp_path / f"pipeline-{len(made)}"
-        workdir.mkdir()
-        made.append(Pipeline(kafka_bootstrap, workdir, tuple(catalogue), **options))
-        return made[-1]
-
-    yield make
-    for pipeline in made:
-        pipeline.stop_workers()
-
-
 def synthetic_expectation(pipeline: Pipeline, tmp_path) -> list[tuple]:
-    out = tmp_path / "inproc.jsonl"
-    pipeline.spotsched("replay", "--synthetic-markets", str(SPEC.n_markets), "--days",
-                       str(SPEC.days), "--seed", str(SPEC.seed), "--n-jobs", str(N_JOBS),
-                       "--policy", pipeline.policy, "--job-partitions",
-                       str(pipeline.job_partitions), "--decisions", str(out))
-    return rows_from_jsonl(out)
+    return harness_expectation(pipeline, tmp_path, SPEC, N_JOBS)
 
 
 def synthetic_events():
-    ticks = synthetic_ticks(SPEC)
-    jobs = generate_jobs(build_market_data(ticks, 3600), N_JOBS, WorkloadSpec(seed=SPEC.seed))
-    return list(trace_events(ticks, jobs))
+    return harness_events(SPEC, N_JOBS)
 
 
 @needs_traces

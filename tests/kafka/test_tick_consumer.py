@@ -55,7 +55,20 @@ async def test_a_batch_is_committed_only_after_its_deliveries_and_stop_waits_for
         deliveries.append(asyncio.get_running_loop().create_future())
         return [deliveries[-1]]
 
-    consumer = TickConsumer(settings, handle)
+    class Ready:
+        """Stages at every offset; records when they are checkpointed."""
+
+        def ready(self, partition: int, offset: int) -> bool:
+            return True
+
+        async def recover(self, partition: int, offset: int) -> None:
+            raise AssertionError("nothing to recover")
+
+        async def checkpoint(self) -> None:
+            checkpoints.append(await committed(settings, 2))
+
+    checkpoints: list[dict[int, int | None]] = []
+    consumer = TickConsumer(settings, handle, Ready())
     await consumer.start()
     try:
         async with asyncio.timeout(30):
@@ -77,6 +90,7 @@ async def test_a_batch_is_committed_only_after_its_deliveries_and_stop_waits_for
     offsets = {p: [o for q, o in handled if q == p] for p in (0, 1)}
     assert all(offsets[p] == list(range(len(offsets[p]))) for p in (0, 1))
     assert await committed(settings, 2) == {p: len(offsets[p]) or None for p in (0, 1)}
+    assert checkpoints == [{p: len(offsets[p]) or None for p in (0, 1)}]  # after the commit
 
 
 def test_a_bad_tick_in_the_middle_of_a_batch_is_dead_lettered_and_the_rest_flows(

@@ -37,10 +37,14 @@ SNAPSHOTS = {"snapshot_every_epochs": 3}
 
 def snapshot_topics(pipeline: Pipeline) -> dict[str, tuple[str, int]]:
     """Each stage's snapshot topic and its partition count."""
+    return {spec.name: (getattr(pipeline.topics, spec.snapshots), count)
+            for spec, count in stage_partitions(pipeline)}
+
+
+def stage_partitions(pipeline: Pipeline) -> list[tuple]:
     counts = {"market_ticks": pipeline.market_partitions, "market_boundaries": 1,
               "job_events": pipeline.job_partitions}
-    return {spec.name: (getattr(pipeline.topics, spec.snapshots), counts[spec.topic])
-            for spec in PIPELINE}
+    return [(spec, counts[spec.topic]) for spec in PIPELINE]
 
 
 async def newest_manifests(settings: Settings, topic: str, partitions: int
@@ -52,9 +56,29 @@ async def newest_manifests(settings: Settings, topic: str, partitions: int
         await state.stop()
 
 
+async def unsnapshotted(settings: Settings, pipeline: Pipeline) -> list[str]:
+    """The stage partitions that took records and have no snapshot yet."""
+    from aiokafka import AIOKafkaConsumer
+
+    state = KafkaState(settings)
+    consumer = AIOKafkaConsumer(**settings.kafka_options())
+    await consumer.start()
+    missing = []
+    try:
+        for spec, count in stage_partitions(pipeline):
+            tps = [TopicPartition(getattr(pipeline.topics, spec.topic), p) for p in range(count)]
+            for tp, end in (await consumer.end_offsets(tps)).items():
+                snapshots = getattr(pipeline.topics, spec.snapshots)
+                if end and not await state.manifests(snapshots, tp.partition):
+                    missing.append(f"{spec.name}[{tp.partition}]")
+    finally:
+        await consumer.stop()
+        await state.stop()
+    return missing
+
+
 def every_partition_snapshotted(pipeline: Pipeline) -> bool:
-    return all(all(found for found in asyncio.run(newest_manifests(pipeline.settings, *where)))
-               for where in snapshot_topics(pipeline).values())
+    return not asyncio.run(unsnapshotted(pipeline.settings, pipeline))
 
 
 def run_then_kill(pipeline: Pipeline, events: list, share: float = 0.6) -> None:

@@ -71,8 +71,11 @@ class LearnedDrift(Described):
         self._log_price = math.nan
         self._since = 0
         self._slope = math.nan
+        self._made: dict[int, np.ndarray] = {}
+        """Forecasts made since the last slot learned, by horizon."""
 
     def learn_one(self, y: float) -> None:
+        self._made.clear()
         price = check_price(y)
         if math.isnan(price):
             self._history.append((math.nan, None))
@@ -102,6 +105,12 @@ class LearnedDrift(Described):
             return unknown(horizon)
         if math.isnan(self._slope):
             return np.full(horizon, math.exp(self._log_price))
+        made = self._made.get(horizon)
+        if made is None:
+            made = self._made[horizon] = self._drifted(horizon)
+        return made.copy()
+
+    def _drifted(self, horizon: int) -> np.ndarray:
         features = {"slope": self._slope}
         drift = [regressor.predict_one(features) for regressor in self._regressors]
         ahead = np.arange(self._since + 1, self._since + horizon + 1)

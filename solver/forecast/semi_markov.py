@@ -68,6 +68,10 @@ class SemiMarkovAvailability(Described):
         self._state = -1
         self._age = 0
         self._since = 0
+        self._table: HazardTable | None = None
+        self._made: dict[int, np.ndarray] = {}
+        """The hazards and the forecasts (by horizon) made since the last slot learned: a
+        boundary asks for the same ones several times."""
 
     @property
     def state(self) -> int:
@@ -103,6 +107,8 @@ class SemiMarkovAvailability(Described):
             self._state = state
             self._since = 0
         self._slot += 1
+        self._table = None
+        self._made.clear()
         self._weight *= self._growth
         if self._weight > _RESCALE_ABOVE:
             self._exposure /= self._weight
@@ -111,6 +117,11 @@ class SemiMarkovAvailability(Described):
 
     def hazards(self) -> HazardTable:
         """The estimated hazards, with the slot cycle position of the next slot."""
+        if self._table is None:
+            self._table = self._estimate()
+        return self._table
+
+    def _estimate(self) -> HazardTable:
         exposure = self._exposure / self._weight
         ended = self._ended / self._weight
         overall = (ended.sum(axis=(1, 2)) + 0.5) / (exposure.sum(axis=(1, 2)) + 1.0)
@@ -127,7 +138,11 @@ class SemiMarkovAvailability(Described):
         horizon = check_horizon(horizon)
         if self._state < 0:
             return unknown(horizon)
-        return self.hazards().capacity_probability(self._state, self._age, horizon, self._since)
+        made = self._made.get(horizon)
+        if made is None:
+            made = self._made[horizon] = self.hazards().capacity_probability(
+                self._state, self._age, horizon, self._since)
+        return made.copy()
 
     def _day(self, slot: int) -> int:
         return (slot + self.phase) % self.period * self._exposure.shape[2] // self.period

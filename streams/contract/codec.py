@@ -79,16 +79,21 @@ _TOO_DEEP = (f"event nests arrays or objects deeper than {MAX_NESTING} levels: e
 
 
 def _load_object(raw: bytes | str) -> dict[str, Any]:
-    size = len(raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else bytes(raw))
+    if isinstance(raw, str):
+        size = len(raw.encode("utf-8", "surrogatepass"))
+    else:
+        raw = raw if isinstance(raw, bytes) else bytes(raw)
+        size = len(raw)
     if size > MAX_EVENT_BYTES:
         raise EventError(f"event is {size:,} bytes: expected at most {MAX_EVENT_BYTES:,}")
-    if isinstance(raw, bytes | bytearray | memoryview):
+    if isinstance(raw, bytes):
         try:
-            raw = bytes(raw).decode("utf-8")
+            raw = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise EventError(
                 f"event is not valid UTF-8 at byte {exc.start}: expected UTF-8 JSON"
             ) from exc
+    opened = raw.count("{") + raw.count("[")  # bounds the nesting from above
     try:
         data = json.loads(raw, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
@@ -105,7 +110,7 @@ def _load_object(raw: bytes | str) -> dict[str, Any]:
             "numbers within the documented bounds") from None
     if not isinstance(data, dict):
         raise EventError(f"event = {_show(data)}: expected a JSON object")
-    if _depth(data) > MAX_NESTING:
+    if opened > MAX_NESTING and _depth(data) > MAX_NESTING:
         raise EventError(_TOO_DEEP)
     return data
 
@@ -126,11 +131,11 @@ def _depth(data: dict[str, Any] | list[Any]) -> int:
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    data: dict[str, Any] = {}
-    for name, value in pairs:
-        if name in data:
-            raise EventError(f"event field {name!r} appears twice: expected unique field names")
-        data[name] = value
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        names = [name for name, _ in pairs]
+        name = next(n for i, n in enumerate(names) if n in names[:i])
+        raise EventError(f"event field {name!r} appears twice: expected unique field names")
     return data
 
 

@@ -40,33 +40,42 @@ from streams.kafka.clients import publish_replay
 from streams.pipeline import PipelineConfig
 from streams.replay import trace_events
 from streams.runners.memory import MemoryPipeline
-from streams.settings import Settings, Topics, write_catalogue
+from streams.settings import Settings, Topics, env_name, write_catalogue
 
 REPO = Path(__file__).resolve().parents[1]
 console = Console()
 
 
-def settings_for(bootstrap: str, workdir: Path, catalogue_json: str) -> Settings:
+def settings_for(bootstrap: str, workdir: Path, catalogue_json: str,
+                 **options: object) -> Settings:
+    """Settings of a pipeline on topics of its own (``options``: other settings)."""
     tag = uuid.uuid4().hex[:8]
     markets_file = workdir / f"markets-{tag}.json"
     markets_file.write_text(catalogue_json)
     topics = Topics(**{name: f"bench-{tag}.{name}" for name in Topics.model_fields})
-    return Settings(bootstrap_servers=bootstrap, topics=topics, markets_file=markets_file,
-                    app_id=f"bench-{tag}", policy="greedy", market_partitions=2)
+    return Settings(**{"bootstrap_servers": bootstrap, "topics": topics,
+                       "markets_file": markets_file, "app_id": f"bench-{tag}",
+                       "policy": "greedy", "market_partitions": 2, **options})
 
 
-def start_worker(settings: Settings, workdir: Path) -> subprocess.Popen[bytes]:
+def start_worker(settings: Settings, workdir: Path, name: str | None = None,
+                 **options: object) -> subprocess.Popen[bytes]:
+    """A worker process on ``settings``' topics, its log in ``workdir``; ``options`` are
+    further settings by field name (e.g. ``metrics_port``)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPOTSCHED_")}
     env.update({"SPOTSCHED_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
                 "SPOTSCHED_MARKET_PARTITIONS": str(settings.market_partitions),
+                "SPOTSCHED_JOB_PARTITIONS": str(settings.job_partitions),
                 "PYTHONPATH": str(REPO)})
-    for name in Topics.model_fields:
-        env[f"SPOTSCHED_TOPICS__{name.upper()}"] = getattr(settings.topics, name)
-    log = (workdir / f"{settings.app_id}.log").open("wb")
+    for field in Topics.model_fields:
+        env[f"SPOTSCHED_TOPICS__{field.upper()}"] = getattr(settings.topics, field)
+    env.update({env_name(field): str(value) for field, value in options.items()})
+    name = name or settings.app_id
+    log = (workdir / f"{name}.log").open("wb")
     return subprocess.Popen(
         [sys.executable, "-m", "streams", "worker", "--markets-file", str(settings.markets_file),
          "--policy", settings.policy, "--app-id", settings.app_id,
-         "--data-dir", str(workdir / settings.app_id)],
+         "--data-dir", str(workdir / name), "--log-level", "INFO"],
         env=env, stdout=log, stderr=subprocess.STDOUT)
 
 

@@ -1,0 +1,352 @@
+"""Recovery of a killed worker on a real broker: time to the next decision, what was restored
+and replayed, the decisions, and what the topics keep.
+
+1. History: ``--markets`` synthetic markets over ``--days`` days (a tick every
+   ``--tick-seconds``) and jobs at the fine-tune scenario's density (8 a week), published as
+   fast as the broker takes them; ``--workers`` workers take it all and snapshot as they go.
+2. Kill: once the workers' consumer groups have caught up, a worker is killed with SIGKILL
+   (with two, the one holding the coordinator).
+3. Recovery: with one worker, a new one is started; then a probe job per job partition is
+   submitted and the ticks that close its first epoch are published. Printed: the time from
+   the new worker's start (with two workers: from the kill) to each partition's first probe
+   decision, and what each stage restored from, how many records it replayed and in how long
+   (the recovering worker's log).
+4. Decisions: every decision on the topic against the same events run in-process (missing,
+   extra, conflicting); ``--no-compare`` skips the in-process run (long for large markets).
+5. Sizes: the snapshots (bytes, write seconds) and the input topics (records kept; bytes on
+   disk when the bench runs its own broker).
+
+Run: ``python bench/bench_recovery.py`` (6 markets, 5 days), ``--days 45``,
+``--markets 1000 --days 30 --no-compare``, ``--workers 2 --job-partitions 4
+--market-partitions 4``. It starts its own broker unless ``KAFKA_BOOTSTRAP_SERVERS`` is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import ExitStack
+from dataclasses import replace
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from bench_pipeline import REPO, console, settings_for, start_worker
+
+from solver.evaluation.scenarios import FineTuneSpec
+from solver.market import build_market_data
+from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
+from solver.workload import generate_jobs
+from streams.contract import JobSubmitted, ProvisioningDecision, dump_event, parse_event, utc
+from streams.kafka.clients import publish_replay
+from streams.kafka.partitions import partition_for
+from streams.kafka.state import KafkaState
+from streams.kafka.topics import ensure_topics
+from streams.pipeline import decision_rows
+from streams.pipeline.declaration import PIPELINE
+from streams.replay import trace_events
+from streams.runners.memory import run_in_memory
+from streams.runners.tick_consumer import group_id
+from streams.settings import Settings, write_catalogue
+
+JOBS_PER_WEEK = FineTuneSpec().jobs_per_window
+RESTORED = re.compile(r"(\S+)\[(\d+)\]: restored the (\w+) stage in ([\d.]+) s from (the \w+)"
+                      r".*?, (\d+) records replayed")
+
+
+def history(markets: int, days: float, tick_seconds: float, seed: int):
+    """The events of the history, the probe's time (the last boundary but one), and the
+    ticks after it, which close the probe's first epoch."""
+    ticks = synthetic_ticks(SyntheticMarketSpec(seed=seed, n_markets=markets, days=days,
+                                                tick_seconds=tick_seconds))
+    data = build_market_data(ticks, 3600.0)
+    jobs = generate_jobs(data, max(1, round(days * JOBS_PER_WEEK / 7)),
+                         replace(FineTuneSpec().workload, seed=seed))
+    probe_at = data.slot_start(data.n_slots - 2)
+    events = list(trace_events(ticks, [j for j in jobs if j.release < probe_at]))
+    cut = next(i for i, e in enumerate(events)
+               if not isinstance(e, JobSubmitted) and e.event_time.timestamp() >= probe_at)
+    return data, events[:cut], probe_at, events[cut:]
+
+
+def probes(at: float, job_partitions: int) -> list[JobSubmitted]:
+    """One small on-demand-able job per job partition, submitted at ``at``."""
+    out, n = {}, 0
+    while len(out) < job_partitions:
+        job_id = f"probe-{n}"
+        out.setdefault(partition_for(job_id, job_partitions), job_id)
+        n += 1
+    return [JobSubmitted(event_time=utc(at), job_id=job_id, workload=1.0, release=utc(at),
+                         soft_deadline=utc(at + 12 * 3600), hard_deadline=utc(at + 24 * 3600))
+            for job_id in out.values()]
+
+
+async def lag(settings: Settings) -> int:
+    """Records of the input topics the workers' groups have not committed yet."""
+    admin = AIOKafkaAdminClient(**settings.kafka_options())
+    consumer = AIOKafkaConsumer(**settings.kafka_options())
+    await admin.start()
+    await consumer.start()
+    try:
+        behind = 0
+        groups = {group_id(settings): [settings.topics.market_ticks],
+                  settings.app_id: [settings.topics.market_boundaries,
+                                    settings.topics.job_events]}
+        for group, topics in groups.items():
+            committed = await admin.list_consumer_group_offsets(group)
+            tps = [TopicPartition(t, p) for t in topics
+                   for p in range(settings.market_partitions if t == settings.topics.market_ticks
+                                  else 1 if t == settings.topics.market_boundaries
+                                  else settings.job_partitions)]
+            for tp, end in (await consumer.end_offsets(tps)).items():
+                done = committed.get(tp)
+                behind += end - (done.offset if done is not None else 0)
+        return behind
+    finally:
+        await consumer.stop()
+        await admin.close()
+
+
+def wait_caught_up(settings: Settings, timeout: float) -> float:
+    began = time.monotonic()
+    while time.monotonic() - began < timeout:
+        if asyncio.run(lag(settings)) == 0:
+            return time.monotonic() - began
+        time.sleep(2.0)
+    raise SystemExit(f"the workers did not catch up with the history in {timeout:.0f} s")
+
+
+async def first_decisions(settings: Settings, jobs: set[str], timeout: float
+                          ) -> dict[str, float]:
+    """Kafka timestamp (s) of the first decision of each job in ``jobs``."""
+    consumer = AIOKafkaConsumer(settings.topics.decisions, **settings.kafka_options(),
+                                auto_offset_reset="earliest")
+    await consumer.start()
+    seen: dict[str, float] = {}
+    try:
+        deadline = time.monotonic() + timeout
+        while set(seen) != jobs and time.monotonic() < deadline:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                for record in records:
+                    decision = parse_event(record.value)
+                    if decision.job_id in jobs and decision.job_id not in seen:
+                        seen[decision.job_id] = record.timestamp / 1000.0
+        return seen
+    finally:
+        await consumer.stop()
+
+
+async def all_decisions(settings: Settings) -> list[ProvisioningDecision]:
+    consumer = AIOKafkaConsumer(settings.topics.decisions, **settings.kafka_options(),
+                                auto_offset_reset="earliest")
+    await consumer.start()
+    out = []
+    try:
+        while batch := await consumer.getmany(timeout_ms=3000):
+            out += [parse_event(r.value) for records in batch.values() for r in records]
+        return out
+    finally:
+        await consumer.stop()
+
+
+async def snapshot_sizes(settings: Settings) -> dict[str, list[int]]:
+    state = KafkaState(settings)
+    counts = {"market_ticks": settings.market_partitions, "market_boundaries": 1,
+              "job_events": settings.job_partitions}
+    try:
+        return {spec.name: [m[0].bytes for p in range(counts[spec.topic])
+                            if (m := await state.manifests(getattr(settings.topics,
+                                                                   spec.snapshots), p))]
+                for spec in PIPELINE}
+    finally:
+        await state.stop()
+
+
+async def kept(settings: Settings, topic: str, partitions: int) -> tuple[int, int]:
+    """Records an input topic keeps, and records ever written to it."""
+    consumer = AIOKafkaConsumer(**settings.kafka_options())
+    await consumer.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        starts, ends = await consumer.beginning_offsets(tps), await consumer.end_offsets(tps)
+        return sum(ends[tp] - starts[tp] for tp in tps), sum(ends.values())
+    finally:
+        await consumer.stop()
+
+
+def disk_bytes(data_dir: Path | None, topic: str) -> int | None:
+    if data_dir is None:
+        return None
+    return sum(f.stat().st_size for d in (data_dir / "kraft").glob(f"{topic}-*")
+               for f in d.iterdir())
+
+
+def scrape(port: int) -> str:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as page:
+            return page.read().decode()
+    except OSError:
+        return ""
+
+
+def snapshot_write_seconds(metrics: str) -> dict[str, float]:
+    """Mean seconds to take and write a snapshot, by stage."""
+    sums = dict(re.findall(r'spotsched_snapshot_write_seconds_sum\{stage="(\w+)"\} (\S+)',
+                           metrics))
+    counts = dict(re.findall(r'spotsched_snapshot_write_seconds_count\{stage="(\w+)"\} (\S+)',
+                             metrics))
+    return {s: float(sums[s]) / float(counts[s]) for s in sums if float(counts.get(s, 0))}
+
+
+def holder_of_the_coordinator(logs: list[Path]) -> int:
+    for n, log in enumerate(logs):
+        if "a new coordinator stage" in log.read_text(errors="replace"):
+            return n
+    raise SystemExit("no worker reports the coordinator stage")
+
+
+def run(args: argparse.Namespace, bootstrap: str, workdir: Path, data_dir: Path | None) -> None:
+    began = time.perf_counter()
+    data, events, probe_at, closing = history(args.markets, args.days, args.tick_seconds,
+                                              args.seed)
+    options = {"snapshot_every_epochs": args.snapshot_every_epochs,
+               "snapshot_every_records": args.snapshot_every_records,
+               "retention_margin_hours": args.margin_hours}
+    settings = settings_for(bootstrap, workdir, write_catalogue(list(data.markets)),
+                            job_partitions=args.job_partitions,
+                            market_partitions=args.market_partitions, policy=args.policy,
+                            **options)
+    ticks = sum(not isinstance(e, JobSubmitted) for e in events)
+    console.print(f"history: {args.markets} markets x {args.days:g} days, {ticks:,} ticks, "
+                  f"{len(events) - ticks} jobs (made in {time.perf_counter() - began:.0f} s)")
+    asyncio.run(ensure_topics(settings))
+    ports = [free_port() for _ in range(args.workers)]
+    workers = [start_worker(settings, workdir, f"worker-{n}", metrics_port=ports[n], **options)
+               for n in range(args.workers)]
+    logs = [workdir / f"worker-{n}.log" for n in range(args.workers)]
+    try:
+        began = time.perf_counter()
+        asyncio.run(publish_replay(settings, iter(events)))
+        published = time.perf_counter() - began
+        caught_up = wait_caught_up(settings, args.timeout)
+        console.print(f"published in {published:.0f} s; the workers caught up "
+                      f"{caught_up:.0f} s later")
+        time.sleep(3.0)  # the last batches' snapshots
+        metrics = [scrape(port) for port in ports]
+        victim = holder_of_the_coordinator(logs) if args.workers > 1 else 0
+        written = snapshot_write_seconds(metrics[victim])
+        workers[victim].send_signal(signal.SIGKILL)
+        workers[victim].wait(timeout=30)
+        killed = time.time()
+        sizes = asyncio.run(snapshot_sizes(settings))
+        for stage, found in sizes.items():
+            console.print(f"snapshots of the {stage} stage: {len(found)} partitions, "
+                          f"{sum(found):,} bytes in all (largest {max(found, default=0):,}), "
+                          f"{written.get(stage, math.nan) * 1000:.0f} ms to take and write "
+                          "one on average")
+        probe_jobs = probes(probe_at, args.job_partitions)
+        started = killed
+        recovering = 1 - victim if args.workers > 1 else len(workers)
+        if args.workers == 1:
+            started = time.time()
+            workers.append(start_worker(settings, workdir, "worker-new",
+                                        metrics_port=free_port(), **options))
+            logs.append(workdir / "worker-new.log")
+        asyncio.run(publish_replay(settings, iter([*probe_jobs, *closing])))
+        firsts = asyncio.run(first_decisions(settings, {j.job_id for j in probe_jobs},
+                                             args.timeout))
+        if len(firsts) < len(probe_jobs):
+            raise SystemExit(f"no decision for {len(probe_jobs) - len(firsts)} probe job(s) "
+                             f"in {args.timeout:.0f} s; see {logs[recovering]}")
+        since = "the new worker's start" if args.workers == 1 else "the kill"
+        times = sorted(t - started for t in firsts.values())
+        console.print(f"first probe decision of every job partition {times[-1]:.1f} s after "
+                      f"{since} (each: {', '.join(f'{t:.1f}' for t in times)} s)")
+        text = logs[recovering].read_text(errors="replace")
+        for _, partition, stage, seconds, source, replayed in RESTORED.findall(text):
+            console.print(f"  {stage}[{partition}] restored from {source} in {seconds} s, "
+                          f"{int(replayed):,} records replayed")
+        ready = re.search(r"\[(\d\d:\d\d:\d\d),\d+\].*Worker ready", text)
+        if ready:
+            console.print(f"  the recovering worker was ready at {ready.group(1)}")
+        if args.compare:
+            compare(settings, data, [*events, *probe_jobs, *closing], args)
+        for topic, partitions in ((settings.topics.market_ticks, args.market_partitions),
+                                  (settings.topics.job_events, args.job_partitions),
+                                  (settings.topics.market_boundaries, 1)):
+            have, ever = asyncio.run(kept(settings, topic, partitions))
+            on_disk = disk_bytes(data_dir, topic)
+            console.print(f"{topic}: keeps {have:,} of {ever:,} records"
+                          + (f", {on_disk / 2**20:,.1f} MiB on disk" if on_disk else ""))
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.terminate()
+        for worker in workers:
+            try:
+                worker.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+
+
+def compare(settings: Settings, data, events, args: argparse.Namespace) -> None:
+    expected = decision_rows(run_in_memory(events, data.markets, 3600.0, args.policy,
+                                           args.job_partitions, args.market_partitions))
+    decisions = [d for d in asyncio.run(all_decisions(settings))
+                 if isinstance(d, ProvisioningDecision)]
+    got = decision_rows(decisions)
+    versions: dict[str, set[bytes]] = {}
+    for decision in decisions:
+        versions.setdefault(decision.idempotency_key, set()).add(dump_event(decision))
+    conflicting = sum(len(v) > 1 for v in versions.values())
+    console.print(f"decisions: {len(set(got)):,} distinct against {len(expected):,} in-process;"
+                  f" {len(set(expected) - set(got))} missing, {len(set(got) - set(expected))} "
+                  f"extra, {conflicting} conflicting")
+
+
+def free_port() -> int:
+    from streams.kafka.devkafka import free_port as port
+
+    return port()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--markets", type=int, default=6)
+    parser.add_argument("--days", type=float, default=5.0)
+    parser.add_argument("--tick-seconds", type=float, default=300.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, choices=(1, 2), default=1)
+    parser.add_argument("--job-partitions", type=int, default=1)
+    parser.add_argument("--market-partitions", type=int, default=4)
+    parser.add_argument("--policy", default="greedy")
+    parser.add_argument("--snapshot-every-epochs", type=int, default=6)
+    parser.add_argument("--snapshot-every-records", type=int, default=20_000)
+    parser.add_argument("--margin-hours", type=float, default=0.0,
+                        help="retention margin: 0 trims the inputs right behind the snapshots")
+    parser.add_argument("--timeout", type=float, default=3600.0)
+    parser.add_argument("--no-compare", dest="compare", action="store_false")
+    args = parser.parse_args()
+    with ExitStack() as stack:
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        bootstrap, data_dir = os.environ.get("KAFKA_BOOTSTRAP_SERVERS"), None
+        if bootstrap is None:
+            from streams.kafka.devkafka import KafkaBroker, fetch_jars, kafka_home
+
+            broker = stack.enter_context(KafkaBroker(fetch_jars(kafka_home()), workdir / "kafka"))
+            bootstrap, data_dir = broker.bootstrap, broker.data_dir
+        run(args, bootstrap, workdir, data_dir)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(REPO))
+    main()

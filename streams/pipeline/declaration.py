@@ -109,13 +109,17 @@ class PipelineConfig:
     def make_policy(self) -> Policy:
         return self.timed(self.build(self.policy))
 
-    def fingerprint(self) -> str:
-        """A digest of what the stages are built from: a snapshot taken under another one is
-        refused (:mod:`streams.pipeline.snapshot`)."""
-        described = {"catalogue": [[m.key, m.on_demand_price] for m in self.catalogue],
-                     "slot_seconds": self.slot_seconds, "policy": str(self.policy),
-                     "max_future_skew": self.max_future_skew}
+    def fingerprint(self, fields: Sequence[str]) -> str:
+        """A digest of the configuration ``fields`` a stage is built from: a snapshot of the
+        stage taken under another one is refused (:mod:`streams.pipeline.snapshot`)."""
+        described = {name: self._described(name) for name in sorted(fields)}
         return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()[:16]
+
+    def _described(self, name: str) -> object:
+        value = getattr(self, name)
+        if name == "catalogue":
+            return [[m.key, m.on_demand_price] for m in value]
+        return str(value) if name == "policy" else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,16 +135,19 @@ class Route:
 @dataclass(frozen=True)
 class StageSpec:
     """A stage: the topic (a :class:`Topics` field) it consumes, how it is built (one per
-    partition), its routes, and the topic of its snapshots (a :class:`Topics` field, one
-    partition per partition of its input). ``batched``: the Kafka runner reads its topic with
-    the batched consumer rather than a Faust agent (the market ticks outnumber everything
-    else)."""
+    partition), its routes, the topic of its snapshots (a :class:`Topics` field, one
+    partition per partition of its input) and the configuration its state depends on.
+    ``batched``: the Kafka runner reads its topic with the batched consumer rather than a
+    Faust agent (the market ticks outnumber everything else)."""
 
     name: str
     topic: str
     make: Callable[[PipelineConfig], Stage]
     routes: tuple[Route, ...]
     snapshots: str
+    depends_on: tuple[str, ...]
+    """The :class:`PipelineConfig` fields its state depends on: changing one makes its
+    snapshots unusable."""
     batched: bool = False
 
     def targets(self, event: Envelope) -> list[Route]:
@@ -153,17 +160,18 @@ PIPELINE: tuple[StageSpec, ...] = (
         lambda c: MarketStage(c.catalogue, c.slot_seconds, max_future_skew=c.max_future_skew),
         (Route(PublishedForecast, "forecasts"), Route(PublishedForecast, "market_boundaries"),
          Route(MarketBoundary, "market_boundaries")),
-        "market_snapshots", batched=True),
+        "market_snapshots", ("catalogue", "slot_seconds", "max_future_skew"), batched=True),
     StageSpec(
         "coordinator", "market_boundaries",
         lambda c: EpochCoordinator(c.catalogue, c.slot_seconds),
         (Route(PublishedForecast, "job_events", fan_out=True),
          Route(EpochClosed, "job_events", fan_out=True)),
-        "coordinator_snapshots"),
+        "coordinator_snapshots", ("catalogue", "slot_seconds")),
     StageSpec(
         "scheduler", "job_events",
         lambda c: PartitionScheduler(c.catalogue, c.slot_seconds, c.make_policy),
-        (Route(ProvisioningDecision, "decisions"),), "scheduler_snapshots"),
+        (Route(ProvisioningDecision, "decisions"),), "scheduler_snapshots",
+        ("catalogue", "slot_seconds", "policy")),
 )
 """The stages, in the order data flows through them."""
 

@@ -10,9 +10,10 @@ its engine, its forecasters or its policy hold is kept — behind a one-line hea
     <zlib-compressed pickle>
 
 - ``offset``: the stage has taken its partition's messages up to ``offset - 1``;
-- ``settings``: the digest of what the stage was built from
-  (:meth:`~streams.pipeline.declaration.PipelineConfig.fingerprint`): a worker with another
-  catalogue, slot length, policy or tick skew refuses the snapshot;
+- ``settings``: the digest of the settings the stage's state depends on
+  (:meth:`~streams.pipeline.declaration.PipelineConfig.fingerprint`: the catalogue and the
+  slot length, and the tick skew of the market stage, the policy of the scheduler): a worker
+  with other ones refuses the snapshot;
 - ``format`` (this layout) and ``state_version`` (the shape of the stages' state: bump
   :data:`STATE_VERSION` when a class whose instances a stage holds changes its attributes):
   a worker refuses a snapshot of another version;
@@ -120,8 +121,8 @@ def restore(blob: bytes, *, stage: str, partition: int, settings: str,
         raise SnapshotRefused(f"{what}: state version {header.state_version}; this worker "
                               f"reads state version {STATE_VERSION}")
     if header.settings != settings:
-        raise SnapshotRefused(f"{what}: taken with other settings (catalogue, slot length, "
-                              "policy or tick skew) than this worker's")
+        raise SnapshotRefused(f"{what}: taken with other settings than this worker's (the "
+                              "catalogue, the slot length, the policy or the tick skew)")
     body = blob[blob.index(b"\n") + 1:]
     if len(body) != header.bytes or hashlib.sha256(body).hexdigest() != header.sha256:
         raise SnapshotRefused(f"{what}: corrupt ({len(body):,} bytes whose digest does not "

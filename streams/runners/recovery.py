@@ -95,7 +95,7 @@ class PartitionStages:
         self.topic = getattr(settings.topics, spec.topic)
         self.snapshots = getattr(settings.topics, spec.snapshots)
         self.make_stage: Callable[[], Stage] = lambda: spec.make(config)
-        self.fingerprint = config.fingerprint()
+        self.fingerprint = config.fingerprint(spec.depends_on)
         self.slot_seconds = config.slot_seconds
         self.cadence = RecoveryConfig.of(settings)
         self.state = state

@@ -41,6 +41,12 @@ REPO = Path(__file__).resolve().parents[2]
 SPEC = SyntheticMarketSpec(seed=5, n_markets=3, days=5)
 SLOT = 3600.0
 ONLINE = sorted(set(POLICIES) - {"optimum"})
+STAGES = {spec.name: spec for spec in PIPELINE}
+
+
+def digest(config: PipelineConfig, stage: str = "scheduler") -> str:
+    """The settings digest of a stage's snapshots."""
+    return config.fingerprint(STAGES[stage].depends_on)
 
 
 class Recorded:
@@ -76,7 +82,7 @@ def made(outcome: Outcome) -> tuple:
 def snapshot(stage: object, name: str, partition: int, offset: int,
              config: PipelineConfig) -> bytes:
     return seal(pickle_state(stage, {"config": config}), stage=name, partition=partition,
-                offset=offset, settings=config.fingerprint(), taken=1.0)
+                offset=offset, settings=digest(config, name), taken=1.0)
 
 
 @pytest.mark.slow
@@ -84,15 +90,14 @@ def snapshot(stage: object, name: str, partition: int, offset: int,
 def test_a_stage_restored_anywhere_in_its_log_goes_on_like_the_one_that_never_stopped(policy):
     config = PipelineConfig(build_market_data(synthetic_ticks(SPEC), SLOT).markets, SLOT,
                             PolicySpec(policy))
-    specs = {spec.name: spec for spec in PIPELINE}
     for (name, partition), log in run(config).log.items():
         for cut in (1, len(log) // 3, 2 * len(log) // 3):
-            driver = Driver(specs[name].make(config))
+            driver = Driver(STAGES[name].make(config))
             for message, _ in log[:cut]:
                 driver.process(message)
             blob = snapshot(driver.stage, name, partition, cut, config)
             header, stage = restore(blob, stage=name, partition=partition,
-                                    settings=config.fingerprint(),
+                                    settings=digest(config, name),
                                     environment={"config": config})
             assert header.offset == cut
             restored = Driver(stage)
@@ -115,8 +120,8 @@ def test_the_solve_time_histogram_is_the_restoring_workers_own():
         driver.process(message)
     environment = {"config": first, "solve_seconds": first_metrics.solve_seconds}
     blob = seal(pickle_state(driver.stage, environment), stage="scheduler", partition=0,
-                offset=len(log) // 2, settings=first.fingerprint(), taken=1.0)
-    _, stage = restore(blob, stage="scheduler", partition=0, settings=second.fingerprint(),
+                offset=len(log) // 2, settings=digest(first), taken=1.0)
+    _, stage = restore(blob, stage="scheduler", partition=0, settings=digest(second),
                        environment={"config": second,
                                     "solve_seconds": second_metrics.solve_seconds})
     assert stage.engine.policy._seconds is second_metrics.solve_seconds
@@ -135,7 +140,7 @@ def taken():
 
 
 def refusal(blob: bytes, config: PipelineConfig, **expected) -> str:
-    where = {"stage": "scheduler", "partition": 0, "settings": config.fingerprint(), **expected}
+    where = {"stage": "scheduler", "partition": 0, "settings": digest(config), **expected}
     with pytest.raises(SnapshotRefused) as refused:
         restore(blob, environment={"config": config}, **where)
     text = str(refused.value)
@@ -162,7 +167,18 @@ def test_a_snapshot_that_is_not_of_this_version_partition_or_settings_is_refused
     assert "expected one of scheduler[1]" in refusal(blob, config, partition=1)
     assert "expected one of market[0]" in refusal(blob, config, stage="market")
     other = replace(config, policy=PolicySpec("uniform-progress"))
-    assert "taken with other settings" in refusal(blob, other, settings=other.fingerprint())
+    assert "taken with other settings" in refusal(blob, other, settings=digest(other))
+
+
+def test_a_stage_refuses_snapshots_only_for_the_settings_its_state_depends_on(taken):
+    config, _ = taken
+    skewed = replace(config, max_future_skew=2 * config.max_future_skew)
+    other_policy = replace(config, policy=PolicySpec("uniform-progress"))
+    assert digest(skewed) == digest(config) != digest(other_policy)
+    assert digest(other_policy, "market") == digest(config, "market") != digest(skewed, "market")
+    assert len({digest(c, "coordinator") for c in (config, skewed, other_policy)}) == 1
+    longer = replace(config, slot_seconds=2 * SLOT)
+    assert all(digest(longer, s) != digest(config, s) for s in STAGES)
 
 
 def test_a_corrupt_or_truncated_snapshot_is_refused_before_it_is_unpickled(taken):
@@ -174,11 +190,11 @@ def test_a_corrupt_or_truncated_snapshot_is_refused_before_it_is_unpickled(taken
     assert ": corrupt (" in refusal(blob[:-1], config)
     # A body whose digest matches but that does not unpickle (written by other code).
     garbage = seal(b"\x80\x05not a pickle", stage="scheduler", partition=0, offset=100,
-                   settings=config.fingerprint(), taken=1.0)
+                   settings=digest(config), taken=1.0)
     assert "cannot be read by this worker" in refusal(garbage, config)
     # One that refers to an object of its writer's environment this worker lacks.
     lacking = seal(pickle_state(config.catalogue, {"solve_seconds": config.catalogue}),
-                   stage="scheduler", partition=0, offset=100, settings=config.fingerprint(),
+                   stage="scheduler", partition=0, offset=100, settings=digest(config),
                    taken=1.0)
     assert "it refers to 'solve_seconds', which this worker lacks" in refusal(lacking, config)
 

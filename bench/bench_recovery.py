@@ -44,6 +44,7 @@ from bench_pipeline import REPO, console, settings_for, start_worker
 
 from solver.evaluation.scenarios import FineTuneSpec
 from solver.market import build_market_data
+from solver.policies.spec import RECOMMENDED
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import generate_jobs
 from streams.contract import JobSubmitted, ProvisioningDecision, dump_event, parse_event, utc
@@ -328,7 +329,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, choices=(1, 2), default=1)
     parser.add_argument("--job-partitions", type=int, default=1)
     parser.add_argument("--market-partitions", type=int, default=4)
-    parser.add_argument("--policy", default="greedy")
+    parser.add_argument("--policy", default=RECOMMENDED)
     parser.add_argument("--snapshot-every-epochs", type=int, default=6)
     parser.add_argument("--snapshot-every-records", type=int, default=20_000)
     parser.add_argument("--margin-hours", type=float, default=0.0,

@@ -315,9 +315,9 @@ def compare(settings: Settings, data, events, args: argparse.Namespace) -> None:
 
 
 def free_port() -> int:
-    from streams.kafka.devkafka import free_port as port
+    from streams.cli.dev import load_devkafka
 
-    return port()
+    return load_devkafka().free_port()
 
 
 def main() -> None:
@@ -341,9 +341,11 @@ def main() -> None:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         bootstrap, data_dir = os.environ.get("KAFKA_BOOTSTRAP_SERVERS"), None
         if bootstrap is None:
-            from streams.kafka.devkafka import KafkaBroker, fetch_jars, kafka_home
+            from streams.cli.dev import load_devkafka
 
-            broker = stack.enter_context(KafkaBroker(fetch_jars(kafka_home()), workdir / "kafka"))
+            kafka = load_devkafka()
+            broker = stack.enter_context(kafka.KafkaBroker(kafka.fetch_jars(kafka.kafka_home()),
+                                                           workdir / "kafka"))
             bootstrap, data_dir = broker.bootstrap, broker.data_dir
         run(args, bootstrap, workdir, data_dir)
 

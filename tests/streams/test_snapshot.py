@@ -22,7 +22,7 @@ from solver.workload import WorkloadSpec, generate_jobs
 from streams.contract import JobSubmitted, dump_event
 from streams.metrics import PipelineMetrics
 from streams.pipeline.declaration import PIPELINE, PipelineConfig
-from streams.pipeline.driver import Driver, Outcome
+from streams.pipeline.driver import Driver, Handling
 from streams.pipeline.snapshot import (
     FORMAT,
     MAGIC,
@@ -53,11 +53,11 @@ class Recorded:
     """Every message each stage partition took, and what it made of it."""
 
     def __init__(self) -> None:
-        self.log: defaultdict[tuple[str, int], list[tuple[Message, Outcome]]] = defaultdict(list)
+        self.log: defaultdict[tuple[str, int], list[tuple[Message, Handling]]] = defaultdict(list)
 
-    def observe(self, stage: str, message: Message, outcome: Outcome) -> None:
+    def observe(self, stage: str, message: Message, handling: Handling) -> None:
         assert message.partition is not None
-        self.log[stage, message.partition].append((message, outcome))
+        self.log[stage, message.partition].append((message, handling))
 
 
 def run(config: PipelineConfig, job_partitions: int = 2) -> Recorded:
@@ -72,11 +72,11 @@ def run(config: PipelineConfig, job_partitions: int = 2) -> Recorded:
     return recorded
 
 
-def made(outcome: Outcome) -> tuple:
+def made(handling: Handling) -> tuple:
     """What a message made a stage do, comparable across runs."""
-    return ([dump_event(e) for e in outcome.outputs],
-            [(r.message.offset, str(r.error)) for r in outcome.rejections],
-            [(f.stage, str(f.error)) for f in outcome.faults], len(outcome.decided))
+    return ([dump_event(e) for e in handling.outputs],
+            [(r.message.offset, str(r.error)) for r in handling.rejections],
+            [(f.stage, str(f.error)) for f in handling.faults], len(handling.decided))
 
 
 def snapshot(stage: object, name: str, partition: int, offset: int,
@@ -102,7 +102,7 @@ def test_a_stage_restored_anywhere_in_its_log_goes_on_like_the_one_that_never_st
             assert header.offset == cut
             restored = Driver(stage)
             after = [made(restored.process(message)) for message, _ in log[cut:]]
-            assert after == [made(outcome) for _, outcome in log[cut:]], (name, cut)
+            assert after == [made(handling) for _, handling in log[cut:]], (name, cut)
 
 
 def test_the_solve_time_histogram_is_the_restoring_workers_own():

@@ -22,7 +22,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -206,32 +206,26 @@ class KafkaState:
         return _Reader(self.settings, tp)
 
     async def _started_producer(self) -> AIOKafkaProducer:
-        async with self._starting:
-            if self._producer is None:
-                timeout_ms = int(self.settings.broker_timeout_seconds * 1000)
-                self._producer = await start_client(
-                    lambda: AIOKafkaProducer(**self.settings.kafka_options(), acks="all",
-                                             enable_idempotence=True,
-                                             request_timeout_ms=timeout_ms),
-                    self.settings, "writing snapshots")
-        return self._producer
+        timeout_ms = int(self.settings.broker_timeout_seconds * 1000)
+        return await self._started("_producer", lambda: AIOKafkaProducer(
+            **self.settings.kafka_options(), acks="all", enable_idempotence=True,
+            request_timeout_ms=timeout_ms), "writing snapshots")
 
     async def _started_admin(self) -> AIOKafkaAdminClient:
-        async with self._starting:
-            if self._admin is None:
-                self._admin = await start_client(
-                    lambda: AIOKafkaAdminClient(**self.settings.kafka_options()),
-                    self.settings, "trimming input topics")
-        return self._admin
+        return await self._started("_admin", lambda: AIOKafkaAdminClient(
+            **self.settings.kafka_options()), "trimming input topics")
 
     async def _started_lookup(self) -> AIOKafkaConsumer:
+        return await self._started("_lookup", lambda: AIOKafkaConsumer(
+            **self.settings.kafka_options(), enable_auto_commit=False),
+            "looking up input offsets")
+
+    async def _started(self, attribute: str, make: Callable[[], Any], what: str) -> Any:
+        """The client kept in ``attribute``, started on first use."""
         async with self._starting:
-            if self._lookup is None:
-                self._lookup = await start_client(
-                    lambda: AIOKafkaConsumer(**self.settings.kafka_options(),
-                                             enable_auto_commit=False),
-                    self.settings, "looking up input offsets")
-        return self._lookup
+            if getattr(self, attribute) is None:
+                setattr(self, attribute, await start_client(make, self.settings, what))
+        return getattr(self, attribute)
 
 
 class _Reader:

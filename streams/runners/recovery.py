@@ -73,7 +73,7 @@ class _Held:
 
 @dataclass(frozen=True, slots=True)
 class RecoveryConfig:
-    """Where a stage's state lives and how often it is snapshotted."""
+    """How often a stage is snapshotted, and how much input is kept beyond its snapshots."""
 
     every_epochs: int
     every_records: int

@@ -64,10 +64,14 @@ def parse_event(raw: bytes | str) -> Event:
     """Decode one event from the wire; raise :class:`EventError` saying what is wrong."""
     data = _load_object(raw)
     try:
-        header = _Header.model_validate(data)
-        if header.schema_version == 1:
-            data = upgrade(data)
-        return EVENT_TYPES[header.type].model_validate(data)  # type: ignore[return-value]
+        kind, version = data.get("type"), data.get("schema_version")
+        if (type(version) is not int or version != SCHEMA_VERSION or type(kind) is not str
+                or kind not in EVENT_TYPES):
+            header = _Header.model_validate(data)  # says what is wrong, or reads version 1
+            kind = header.type
+            if header.schema_version == 1:
+                data = upgrade(data)
+        return EVENT_TYPES[kind].model_validate(data)  # type: ignore[return-value]
     except ValidationError as exc:
         raise EventError(describe_validation_error(exc)) from exc
     except UpgradeError as exc:

@@ -43,9 +43,9 @@ from aiokafka.admin import AIOKafkaAdminClient
 from bench_pipeline import REPO, console, settings_for, start_worker
 
 from solver.evaluation.scenarios import FineTuneSpec
-from solver.market import build_market_data
+from solver.market import MarketTicks, build_market_data
 from solver.policies.spec import RECOMMENDED
-from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
+from solver.synthetic import ZONES, SyntheticMarketSpec, synthetic_ticks
 from solver.workload import generate_jobs
 from streams.contract import JobSubmitted, ProvisioningDecision, dump_event, parse_event, utc
 from streams.kafka.clients import publish_replay
@@ -67,8 +67,7 @@ RESTORED = re.compile(r"(\S+)\[(\d+)\]: restored the (\w+) stage in ([\d.]+) s f
 def history(markets: int, days: float, tick_seconds: float, seed: int):
     """The events of the history, the probe's time (the last boundary but one), and the
     ticks after it, which close the probe's first epoch."""
-    ticks = synthetic_ticks(SyntheticMarketSpec(seed=seed, n_markets=markets, days=days,
-                                                tick_seconds=tick_seconds))
+    ticks = many_markets(markets, days, tick_seconds, seed)
     data = build_market_data(ticks, 3600.0)
     jobs = generate_jobs(data, max(1, round(days * JOBS_PER_WEEK / 7)),
                          replace(FineTuneSpec().workload, seed=seed))
@@ -77,6 +76,21 @@ def history(markets: int, days: float, tick_seconds: float, seed: int):
     cut = next(i for i, e in enumerate(events)
                if not isinstance(e, JobSubmitted) and e.event_time.timestamp() >= probe_at)
     return data, events[:cut], probe_at, events[cut:]
+
+
+def many_markets(count: int, days: float, tick_seconds: float, seed: int) -> list[MarketTicks]:
+    """``count`` synthetic markets: the generator's zones, with one instance type per batch of
+    them (each batch seeded on its own)."""
+    zones = len(ZONES)
+    out: list[MarketTicks] = []
+    for batch in range(math.ceil(count / zones)):
+        ticks = synthetic_ticks(SyntheticMarketSpec(
+            seed=seed + batch, n_markets=min(zones, count - batch * zones), days=days,
+            tick_seconds=tick_seconds))
+        out += ticks if batch == 0 else [
+            replace(t, market=replace(t.market, instance_type=f"g{batch}.xlarge"))
+            for t in ticks]
+    return out
 
 
 def probes(at: float, job_partitions: int) -> list[JobSubmitted]:

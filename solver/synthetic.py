@@ -18,7 +18,7 @@ from solver.market import SECONDS_PER_HOUR, Market, MarketTicks
 SYNTHETIC_START = 1736121600.0
 """2025-01-06T00:00:00Z, a Monday: where synthetic time begins."""
 
-_ZONES = (
+ZONES = (
     ("aws", "us-east-1", "us-east-1a", -5),
     ("aws", "us-east-1", "us-east-1c", -5),
     ("aws", "us-west-2", "us-west-2a", -8),
@@ -47,9 +47,9 @@ class SyntheticMarketSpec:
     mean_off_hours: float = 3.0
 
     def __post_init__(self) -> None:
-        if not 1 <= self.n_markets <= len(_ZONES):
+        if not 1 <= self.n_markets <= len(ZONES):
             raise ValueError(
-                f"n_markets={self.n_markets}: expected between 1 and {len(_ZONES)}"
+                f"n_markets={self.n_markets}: expected between 1 and {len(ZONES)}"
             )
         for name in ("days", "tick_seconds", "on_demand_price", "mean_on_hours",
                      "mean_off_hours"):
@@ -65,7 +65,7 @@ def synthetic_ticks(spec: SyntheticMarketSpec = SyntheticMarketSpec()) -> list[M
     n_ticks = int(spec.days * 86400 / spec.tick_seconds) + 2  # the last slot closes too
     times = SYNTHETIC_START + spec.tick_seconds * np.arange(n_ticks)
     out = []
-    for cloud, region, zone, utc_offset in _ZONES[: spec.n_markets]:
+    for cloud, region, zone, utc_offset in ZONES[: spec.n_markets]:
         market = Market(cloud, region, zone, spec.instance_type, spec.on_demand_price)
         local_hour = ((times - SYNTHETIC_START) / SECONDS_PER_HOUR + utc_offset) % 24.0
         prices = _prices(rng, spec, local_hour)

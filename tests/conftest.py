@@ -1,4 +1,9 @@
-"""Fixtures for every test."""
+"""Fixtures for every test, and the test tiers.
+
+A bare ``pytest`` is the developer loop: it leaves out the tests marked ``slow`` and those that
+need a broker (``kafka``, which every test using the session broker gets); ``bash
+deploy/test.sh`` runs every tier with the CI Hypothesis profile (see ``tests/properties.py``).
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,54 @@ from collections.abc import Iterator
 
 import pytest
 
+import tests.properties  # noqa: F401 (registers and loads the Hypothesis profiles)
 from streams.runtime import RateLimit
 
 pytest_plugins = ["tests.kafka_fixture"]
+
+TIERS = ("slow", "kafka")
+"""The markers of the tiers the developer loop leaves out."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--outage-seconds", type=float, default=20.0,
+        help="how long the broker outage tests keep their broker down (CI: 90)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses the session broker ``kafka``, so that no broker starts for a
+    run that deselects them; then order the slow tests first and the broker tests next (each
+    tier in its files' order), so that parallel workers start the longest tests early and do
+    not end on one of them."""
+    for item in items:
+        if "kafka_bootstrap" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.kafka)
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None,
+                                 item.get_closest_marker("kafka") is None))
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.get_closest_marker(name) for name in TIERS):
+            item.config.stash[_left_out] = item.config.stash.get(_left_out, 0) + 1
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
+                            config: pytest.Config) -> None:
+    """In the developer loop (the ``-m`` of the configured ``addopts``), say what it left out
+    and how to run it."""
+    addopts = config.getini("addopts")
+    loop = addopts[addopts.index("-m") + 1] if "-m" in addopts[:-1] else None
+    left_out = config.stash.get(_left_out, 0)
+    if left_out and config.option.markexpr == loop:
+        terminalreporter.write_line(
+            f"deselected {left_out} tests marked slow/kafka: `pytest -m slow`, "
+            "`pytest -m kafka`, or `bash deploy/test.sh` for the whole suite")
+
+
+_left_out = pytest.StashKey[int]()
 
 
 @pytest.fixture(autouse=True)

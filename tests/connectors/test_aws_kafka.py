@@ -118,6 +118,7 @@ async def test_replayed_decisions_end_in_exactly_the_instances_they_ask_for_once
     await connector.close()
 
 
+@pytest.mark.slow  # a connector process, killed and started again
 def test_a_worker_killed_between_applying_and_committing_launches_nothing_twice(
         kafka_settings, moto_endpoint, decisions, tmp_path):
     asyncio.run(publish(kafka_settings, kafka_settings.topics.decisions, decisions))

@@ -11,6 +11,7 @@ from streams.contract import AvailabilityTick, PriceTick
 from streams.feeds.base import PriceChange
 from streams.feeds.planner import AVAILABILITY, PRICE, FeedGrid, plan, position
 from streams.pipeline import MarketStage
+from tests.properties import examples
 
 MARKET = Market("aws", "us-east-1", "us-east-1a", "p3.2xlarge", 3.06)
 GRID = FeedGrid(heartbeat_seconds=600, slot_seconds=3600, available=8)
@@ -50,7 +51,7 @@ def test_resuming_after_the_probe_of_a_boundary_continues_with_the_next_tick():
     assert plan(MARKET, changes, (T0, PRICE), T0, GRID)[0].available == 8
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     changes=st.lists(st.tuples(st.integers(-3000, 20000), st.integers(1, 400)), min_size=1,
                      max_size=12),

@@ -21,6 +21,7 @@ from tests.forecast.series import (
     step_prices,
     with_gaps,
 )
+from tests.properties import examples
 
 CASES = [
     *[pytest.param(make, step_prices, id=f"price-{name}")
@@ -121,7 +122,7 @@ def test_repr_rebuilds_an_equal_forecaster(make, series):
     ),
     start=st.floats(0.01, 100.0),
 )
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 def test_price_forecasts_stay_finite_and_positive_on_any_steps(price, steps, start):
     forecaster = PRICE_FORECASTERS[price]()
     level, seen = start, False
@@ -140,7 +141,7 @@ def test_price_forecasts_stay_finite_and_positive_on_any_steps(price, steps, sta
 
 
 @given(st.lists(st.sampled_from([0.0, 1.0, 3.0, math.nan]), max_size=80))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 def test_availability_probabilities_stay_in_the_unit_interval(counts):
     forecaster = AVAILABILITY_FORECASTERS["markov"]()
     learn(forecaster, counts)

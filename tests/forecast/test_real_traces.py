@@ -30,6 +30,9 @@ def trace(relative: Path) -> Path:
     return path
 
 
+SCORED = pytest.mark.slow  # scoring every forecaster on every hour of the trace
+
+
 @pytest.fixture(scope="module")
 def aws_scores():
     data = build_market_data(load_trace(trace(AWS_P3)), 3600)
@@ -37,6 +40,7 @@ def aws_scores():
     return data, evaluate_markets(data, factories)
 
 
+@SCORED
 def test_one_hour_ahead_price_mape_is_at_most_5_percent(aws_scores):
     data, scores = aws_scores
     assert len(data.markets) == 6
@@ -44,6 +48,7 @@ def test_one_hour_ahead_price_mape_is_at_most_5_percent(aws_scores):
         assert s.price_mape[1] <= 5.0, key
 
 
+@SCORED
 def test_the_price_model_beats_persistence_from_6_hours_ahead(aws_scores):
     _, scores = aws_scores
     model = mean_over_markets(scores["model"], "price_mape")
@@ -55,6 +60,7 @@ def test_the_price_model_beats_persistence_from_6_hours_ahead(aws_scores):
             assert s.price_mape[h] < scores["persistence"][key].price_mape[h], (key, h)
 
 
+@SCORED
 def test_the_availability_brier_score_at_6_hours_is_10_percent_better_than_persistence(
     aws_scores,
 ):

@@ -25,7 +25,7 @@ from tests.kafka.pipeline_harness import synthetic_events as harness_events
 from tests.kafka.pipeline_harness import synthetic_expectation as harness_expectation
 from tests.traces_dir import needs_traces, traces_dir
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]  # worker processes, a replay each
 
 SPEC = SyntheticMarketSpec(seed=5, n_markets=3, days=8)
 N_JOBS = 12

@@ -19,7 +19,7 @@ from streams.settings import read_catalogue
 from tests.kafka.pipeline_harness import Pipeline, publish_raw, rows_from_jsonl, wait_for
 from tests.traces_dir import needs_traces, traces_dir
 
-pytestmark = [pytest.mark.kafka, needs_traces]
+pytestmark = [pytest.mark.kafka, pytest.mark.slow, needs_traces]  # a real trace, then a kill
 
 TRACE = ("skynomad-artifact/"
          "aws_p3.2xlarge_availability_and_spot_price_2023-02-15_to_2023-04-02.csv.gz")

@@ -82,6 +82,7 @@ def run(env: dict[str, str], cwd: Path, *args: str, timeout: float = 120
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
+@pytest.mark.slow  # a worker, two replays, the console commands and a connector
 def test_every_client_works_with_credentials_and_never_shows_them(secure, tmp_path):
     catalogue = tuple(t.market for t in synthetic_ticks(SPEC))
     pipeline = SecurePipeline(secure.broker.bootstrap, tmp_path, catalogue, policy="greedy",

@@ -93,6 +93,7 @@ async def test_a_batch_is_committed_only_after_its_deliveries_and_stop_waits_for
     assert checkpoints == [{p: len(offsets[p]) or None for p in (0, 1)}]  # after the commit
 
 
+@pytest.mark.slow  # a worker process, and a replay through it
 def test_a_bad_tick_in_the_middle_of_a_batch_is_dead_lettered_and_the_rest_flows(
     kafka_bootstrap: str, tmp_path
 ) -> None:

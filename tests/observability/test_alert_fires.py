@@ -21,6 +21,7 @@ from tests.kafka.pipeline_harness import REPO, Pipeline
 
 pytestmark = [
     pytest.mark.kafka,
+    pytest.mark.slow,  # a worker, a replay and Prometheus evaluating its rules
     pytest.mark.skipif(shutil.which("prometheus") is None,
                        reason="prometheus not found: install Debian's 'prometheus' package "
                               "(deploy/install-test-deps.sh does)"),

@@ -30,6 +30,7 @@ def promtool(*args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow  # promtool evaluates the rules over hours of test series
 @needs_promtool
 def test_rules_pass_their_promtool_unit_tests():
     assert "SUCCESS" in promtool("test", "rules", "deploy/prometheus/rules.test.yml")

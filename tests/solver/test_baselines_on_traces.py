@@ -35,6 +35,7 @@ def job(data, task_h, slack_h, overhead_h):
                miss_penalty=1000.0)
 
 
+@pytest.mark.slow  # 192 simulations over every zone's trace
 @pytest.mark.parametrize("overhead_h", [0.02, 0.2])
 def test_uniform_progress_meets_the_deadline_whenever_slack_exceeds_the_overhead(overhead_h):
     slacks = (overhead_h + 2 * TICK / 3600, 1.0, 4.0, 12.0)

@@ -15,6 +15,7 @@ from solver.policies.forecast_sources import (
 from solver.simulator import simulate
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
+from tests.properties import examples
 from tests.solver.helpers import HOUR, flat_data, job
 
 
@@ -46,7 +47,7 @@ def _within_capacity(result, data):
     return bool(np.all(asked <= data.availability))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(scenarios(), st.integers(1, 3), st.sampled_from([1, 2]))
 def test_oracle_chc_respects_counts_and_availability(scenario, window, commitment):
     data, jobs = scenario
@@ -58,7 +59,7 @@ def test_oracle_chc_respects_counts_and_availability(scenario, window, commitmen
     assert all(r.refusals == 0 and r.preemptions == 0 for r in result.jobs)
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=examples(6), deadline=None)
 @given(scenarios())
 def test_the_integer_window_program_respects_counts_and_availability(scenario):
     data, jobs = scenario

@@ -74,6 +74,7 @@ def test_policy_specs_are_checked_and_slow_ones_left_out_by_default():
     assert "chc" in default_policies("fine-tune")
 
 
+@pytest.mark.slow  # HiGHS's root node of two four-job programs
 def test_optimum_counts_the_jobs_whose_plan_a_solver_limit_left_unproven():
     spec = FineTuneSpec(window_slots=48, jobs_per_window=4, workload=WorkloadSpec(
         workload_range=(8.0, 24.0), n_max_choices=(2, 4), slack_range=(1.3, 2.0)))
@@ -113,6 +114,7 @@ def skynomad_cases():
     return cant_be_late_cases(load_trace(traces_dir() / SKYNOMAD), 30, 0)
 
 
+@pytest.mark.slow  # 30 windows of the real trace, as the reference numbers are
 @pytest.mark.traces
 @needs_traces
 def test_cant_be_late_on_the_real_trace_matches_the_reference_simulator(skynomad_cases):

@@ -9,10 +9,11 @@ from solver.migration import DEFAULT_MIGRATION
 from solver.optimize import SolverLimits, exact_dp_applies, solve_offline, solve_single_job
 from solver.policies import make_policy
 from solver.simulator import simulate
+from tests.properties import examples
 from tests.solver.brute_force import enumerate_best, plan_count
 from tests.solver.helpers import HOUR, flat_data, job
 
-SMALL = settings(max_examples=10, deadline=None,
+SMALL = settings(max_examples=examples(10), deadline=None,
                  suppress_health_check=[HealthCheck.filter_too_much])
 
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from solver.policies import POLICIES, make_policy
 from solver.simulator import simulate
+from tests.properties import examples
 from tests.solver.test_chc import scenarios
 
 SMALL = {"chc": {"window_hours": 3.0}, "risk-aware": {"window_hours": 3.0}}
@@ -78,7 +79,7 @@ def constrained(draw):
 
 
 @pytest.mark.parametrize("name", sorted(POLICIES))
-@settings(max_examples=16, deadline=None)
+@settings(max_examples=examples(16), deadline=None)
 @given(scenario=constrained())
 def test_answers_keep_counts_allowed_markets_caps_and_the_spot_the_boundary_shows(
         name, scenario):
@@ -100,7 +101,7 @@ def test_answers_keep_counts_allowed_markets_caps_and_the_spot_the_boundary_show
 
 
 @pytest.mark.parametrize("name", sorted(POLICIES))
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=examples(6), deadline=None)
 @given(scenario=scenarios())
 def test_same_inputs_give_the_same_plan(name, scenario):
     data, jobs = scenario
@@ -111,7 +112,7 @@ def test_same_inputs_give_the_same_plan(name, scenario):
 
 
 @pytest.mark.parametrize("name", sorted(POLICIES))
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=examples(6), deadline=None)
 @given(scenario=scenarios())
 def test_a_policy_pickled_mid_run_carries_on_exactly(name, scenario):
     data, jobs = scenario

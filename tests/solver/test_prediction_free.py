@@ -8,6 +8,7 @@ from solver.observation import JobView, Observation
 from solver.policies import make_policy
 from solver.policies.prediction_free import PredictionFree
 from solver.simulator import simulate
+from tests.properties import examples
 from tests.solver.helpers import HOUR, cold_outlooks, flat_data, job, markets
 
 
@@ -114,7 +115,7 @@ def scenarios(draw):
     return flat_data(price, avail), jobs, params
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(scenarios())
 def test_every_hard_deadline_feasible_on_on_demand_is_met_within_bounds(scenario):
     data, jobs, params = scenario

@@ -18,6 +18,7 @@ from solver.policies.selection import (
 )
 from solver.policies.spec import format_pool, parse_pool
 from solver.simulator import simulate
+from tests.properties import examples
 from tests.solver.helpers import HOUR, flat_data, job, markets
 
 POOL = (PolicySpec("prediction-free"), PolicySpec("greedy"), PolicySpec("uniform-progress"),
@@ -54,7 +55,7 @@ def scenarios(draw):
     return flat_data(price, avail), jobs, draw(st.integers(0, 2**16))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(scenarios())
 def test_members_stay_within_instance_bounds_and_availability(scenario):
     data, jobs, seed = scenario

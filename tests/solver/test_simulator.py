@@ -7,6 +7,7 @@ from solver.engine import PolicyError
 from solver.job import Allocation
 from solver.policies.baselines import OnDemandOnly
 from solver.simulator import simulate
+from tests.properties import examples
 from tests.solver.helpers import HOUR, RandomPolicy, Scripted, flat_data, job
 
 
@@ -132,7 +133,7 @@ def scenarios(draw):
     return data, jobs, draw(st.integers(0, 2**16))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(scenarios())
 def test_cost_equals_price_times_instances_and_spot_never_exceeds_availability(scenario):
     data, jobs, seed = scenario
@@ -148,7 +149,7 @@ def test_cost_equals_price_times_instances_and_spot_never_exceeds_availability(s
         assert (r.completion is not None) == (r.work_done >= j.workload - 1e-9)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(scenarios())
 def test_no_work_is_credited_on_spot_that_was_not_available(scenario):
     data, jobs, seed = scenario
@@ -162,7 +163,7 @@ def test_no_work_is_credited_on_spot_that_was_not_available(scenario):
     assert result.spot_used.sum() == 0
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(scenarios())
 def test_on_demand_only_meets_every_deadline_feasible_at_n_max(scenario):
     data, jobs, _ = scenario
@@ -174,7 +175,7 @@ def test_on_demand_only_meets_every_deadline_feasible_at_n_max(scenario):
             assert r.hard_deadline_met, (j, r)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(scenarios(), st.data())
 def test_a_policy_cannot_see_future_slots(scenario, draw):
     data, jobs, seed = scenario

@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 
 from solver.market import Market, MarketTicks, build_market_data
 from solver.slotting import LateTickError, SlotCutter
+from tests.properties import examples
 
 
 def test_ticks_at_a_boundary_count_for_the_next_slot_only():
@@ -51,7 +52,7 @@ def oracle(times, prices, available, start, end):
     return mean / (end - start), low
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 150), st.floats(0.1, 5.0), st.integers(0, 6)),
                 min_size=2, max_size=40),
        st.sampled_from([25, 60, 100]))

@@ -18,6 +18,7 @@ from solver.optimize.stochastic import (
     solve,
     state_index,
 )
+from tests.properties import examples
 
 SLOT_HOURS = 0.5
 
@@ -95,7 +96,7 @@ def tables(draw_hazard):
     return HazardTable(hazard, 1, 0)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     slots=st.integers(2, 6),
     overhead=st.sampled_from([0.0, 1.0, 2.0]),

@@ -26,6 +26,7 @@ def write_probe_trace(path, hours=30, zones=("us-east-1a", "us-west-2b")):
     return path
 
 
+@pytest.mark.slow  # two fine-tune windows under every policy, the shadows and the sensitivity
 def test_evaluate_prints_tables_and_writes_json_and_plots(tmp_path, drawn):
     trace = write_probe_trace(tmp_path / "probe.csv", hours=200)
     result = CliRunner().invoke(app, [

@@ -30,6 +30,7 @@ from streams.pipeline import EpochCoordinator, MarketStage, PartitionScheduler, 
 from streams.pipeline.market_stage import MAX_BOUNDARIES_PER_TICK
 from streams.pipeline.stage import Fault, Message, Rejection, first_boundary
 from streams.replay import submission, trace_events
+from tests.properties import examples
 
 SLOT = 3600.0
 DAY = 86_400.0
@@ -90,7 +91,7 @@ def in_event_time_order(events, epochs):
     return [e for *_, e in sorted(keyed, key=lambda k: k[:3])]
 
 
-@settings(max_examples=25, deadline=None,
+@settings(max_examples=examples(25), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_job_events_take_effect_by_event_time_whatever_their_arrival(market, epochs, data):

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from solver.market import Market, MarketTicks
 from streams.traces.plain_csv import load_plain_csv
+from tests.properties import examples
 
 from .checks import fails, write_csv, write_lines
 
@@ -73,7 +74,7 @@ def test_round_trip_fixed(tmp_path: Path) -> None:
     assert_same(loaded, series)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.lists(st.tuples(
     st.floats(0.01, 1e5), st.floats(0, 100, allow_subnormal=False), st.integers(0, 64),
 ), min_size=1, max_size=20), st.floats(0, 2e9), st.booleans())

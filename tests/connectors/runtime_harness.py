@@ -19,6 +19,11 @@ def sample(registry: CollectorRegistry, name: str, connector: str, **labels: str
     return registry.get_sample_value(name, {"connector": connector, **labels}) or 0.0
 
 
+def group_of(settings: Settings) -> str:
+    """The consumer group of a test's runtime: its own, as its decisions topic is."""
+    return f"connector-test.{settings.topics.decisions}"
+
+
 def handled(registry: CollectorRegistry, connector: str) -> int:
     """Messages the runtime has finished with: applied, skipped or dead-lettered."""
     return int(sample(registry, "spotsched_connector_decisions_applied_total", connector)
@@ -32,12 +37,14 @@ async def run_until_handled(
     connector: Connector,
     messages: int,
     data_dir: Path,
-    group: str = "connector-test",
+    group: str | None = None,
     crash_hook: CrashHook | None = None,
     max_attempts: int = 3,
     timeout: float = 60.0,
 ) -> CollectorRegistry:
-    """Run until ``messages`` were handled (or the runtime stopped); re-raise its error."""
+    """Run until ``messages`` were handled (or the runtime stopped); re-raise its error.
+    ``group`` defaults to :func:`group_of`."""
+    group = group or group_of(settings)
     registry = CollectorRegistry()
     keys = AppliedKeys(data_dir / f"{group}.applied.sqlite3")
     runtime = ConnectorRuntime(

@@ -32,7 +32,7 @@ from tests.connectors.helpers import (
     read_all,
     wait_until,
 )
-from tests.connectors.runtime_harness import run_until_handled, sample
+from tests.connectors.runtime_harness import group_of, run_until_handled, sample
 
 pytestmark = pytest.mark.kafka
 
@@ -110,7 +110,7 @@ async def test_a_connector_bug_dead_letters_one_decision_and_a_fatal_error_stops
     (letter,) = await read_all(kafka_settings, kafka_settings.topics.dead_letters)
     assert (letter.offset, letter.error_type, letter.reason) == (0, "ZeroDivisionError",
                                                                "a bug")
-    assert await committed(kafka_settings, "connector-test") == 2  # the fatal one waits
+    assert await committed(kafka_settings, group_of(kafka_settings)) == 2  # the fatal one waits
     registry = await run_until_handled(kafka_settings, connector, 1, tmp_path)
     assert connector.decisions == [fine, fatal]
     assert sample(registry, "spotsched_connector_decisions_applied_total", "memory") == 1

@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
@@ -40,21 +41,28 @@ def decision(job_id: str = "job-1", epoch: int = 480000, market: str = MARKET, s
 
 @dataclass(frozen=True)
 class Replay:
-    """A synthetic market, a workload and the decisions the pipeline makes for them."""
+    """A synthetic market, a workload and the decisions ``policy`` makes for them."""
 
     ticks: list[MarketTicks]
     data: MarketData
     jobs: list[Job]
-    decisions: list[ProvisioningDecision]
+    policy: str
+
+    @cached_property
+    def decisions(self) -> list[ProvisioningDecision]:
+        """The pipeline's decisions, run in memory on first use."""
+        return run_in_memory(trace_events(self.ticks, self.jobs), self.data.markets, SLOT,
+                             self.policy)
 
 
 def replay(seed: int = 2, n_markets: int = 3, days: float = 3, n_jobs: int = 6,
-           policy: str = "greedy", workload_range: tuple[float, float] = (4.0, 24.0)) -> Replay:
-    ticks = synthetic_ticks(SyntheticMarketSpec(seed=seed, n_markets=n_markets, days=days))
+           policy: str = "greedy", workload_range: tuple[float, float] = (4.0, 24.0),
+           tick_seconds: float = 300.0) -> Replay:
+    ticks = synthetic_ticks(SyntheticMarketSpec(seed=seed, n_markets=n_markets, days=days,
+                                                tick_seconds=tick_seconds))
     data = build_market_data(ticks, SLOT)
     jobs = generate_jobs(data, n_jobs, WorkloadSpec(seed=seed, workload_range=workload_range))
-    decisions = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT, policy)
-    return Replay(ticks, data, jobs, decisions)
+    return Replay(ticks, data, jobs, policy)
 
 
 def final_holdings(decisions: Iterable[ProvisioningDecision]) -> dict[str, Holding]:

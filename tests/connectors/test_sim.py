@@ -62,7 +62,8 @@ async def closed_loop(run: Replay, policy: str, connector: SimConnector) -> Loop
 
 @pytest.fixture(scope="module")
 def run() -> Replay:
-    return replay(seed=3, n_markets=3, days=6, n_jobs=16, workload_range=(4.0, 48.0))
+    return replay(seed=3, n_markets=3, days=6, n_jobs=16, workload_range=(4.0, 48.0),
+                  tick_seconds=900.0)
 
 
 @pytest.mark.parametrize("policy", ["greedy", "uniform-progress", "spot-only"])

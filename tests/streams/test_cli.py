@@ -98,7 +98,7 @@ def test_replay_is_reproducible_for_a_seed_and_varies_with_it(tmp_path):
     outputs = []
     for seed in ("1", "1", "2"):
         path = tmp_path / f"d{len(outputs)}.jsonl"
-        run("replay", "--n-jobs", "4", "--seed", seed, "--policy", "greedy",
+        run("replay", "--n-jobs", "4", "--days", "3", "--seed", seed, "--policy", "greedy",
             "--decisions", str(path))
         outputs.append(path.read_text())
     assert outputs[0] == outputs[1] != outputs[2]

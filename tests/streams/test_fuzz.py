@@ -41,6 +41,7 @@ from streams.pipeline.stage import first_boundary
 from streams.replay import trace_events
 from streams.runners.memory import MemoryPipeline
 from streams.settings import Topics
+from tests.properties import examples
 
 SLOT = 3600.0
 TOPICS = Topics()
@@ -54,8 +55,9 @@ def greedy(data) -> PipelineConfig:
 
 @cache
 def replay():
-    """A 2-market, 3-day synthetic replay: its messages and the decisions they give."""
-    ticks = synthetic_ticks(SyntheticMarketSpec(seed=21, n_markets=2, days=3))
+    """A 2-market, 3-day synthetic replay (a tick every 15 minutes): its messages and the
+    decisions they give."""
+    ticks = synthetic_ticks(SyntheticMarketSpec(seed=21, n_markets=2, days=3, tick_seconds=900))
     data = build_market_data(ticks, SLOT)
     jobs = generate_jobs(data, 10, WorkloadSpec(seed=21, workload_range=(6.0, 20.0)))
     messages = [(JOBS if e.type == "job_submitted" else TICKS, e.key.encode(), dump_event(e))
@@ -188,8 +190,9 @@ def poison(data) -> st.SearchStrategy[tuple[str, bytes, bytes]]:
     )
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.data_too_large])
+@pytest.mark.slow  # a whole replay through the pipeline per example
+@settings(max_examples=examples(100), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.data())
 def test_poison_is_dead_lettered_and_the_decisions_stay_exactly_the_same(draw):
     data, messages, expected = replay()
@@ -247,7 +250,7 @@ def extreme_events(draw, data) -> tuple[str, bytes, bytes]:
     return (TICKS if "market" in event else JOBS), key.encode(), json.dumps(event).encode()
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_schema_valid_extremes_are_taken_or_dead_lettered_and_no_stage_raises(draw):
     data, messages, _ = replay()
@@ -281,6 +284,7 @@ def test_schema_valid_extremes_are_taken_or_dead_lettered_and_no_stage_raises(dr
 # --- memory stays bounded ------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a replay under tracemalloc
 def test_a_flood_of_poison_keeps_memory_bounded():
     data, messages, expected = replay()
     tracemalloc.start()

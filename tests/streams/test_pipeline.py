@@ -41,7 +41,8 @@ def simulated_rows(data, jobs, policy):
 
 @pytest.fixture(scope="module")
 def market():
-    ticks = synthetic_ticks(SyntheticMarketSpec(seed=3, n_markets=3, days=6))
+    """Three markets for six days, a tick every 15 minutes, and 24 jobs."""
+    ticks = synthetic_ticks(SyntheticMarketSpec(seed=3, n_markets=3, days=6, tick_seconds=900))
     data = build_market_data(ticks, SLOT)
     return ticks, data, generate_jobs(data, 24, WorkloadSpec(seed=3))
 

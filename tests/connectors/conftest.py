@@ -26,6 +26,14 @@ async def kafka_settings(kafka_bootstrap, fresh_topic_factory) -> Settings:
     return Settings(bootstrap_servers=kafka_bootstrap, topics=Topics(**names))
 
 
+@pytest.fixture
+def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The moto server's dummy credentials in the environment, for a test that needs no
+    server (a session's moto server leaves them there too, but may not have started yet)."""
+    for name, value in AWS_TEST_ENV.items():
+        monkeypatch.setenv(name, value)
+
+
 @pytest.fixture(scope="session")
 def moto_server() -> Iterator[str]:
     """Endpoint URL of a moto server on loopback, with dummy credentials in the environment."""

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.connectors.conftest import moto_endpoint, moto_server  # noqa: F401 (fixtures)
+from tests.connectors.conftest import (  # noqa: F401 (fixtures)
+    aws_credentials,
+    moto_endpoint,
+    moto_server,
+)
 from tests.feeds.spot_history import SeededHistory, seeded
 
 

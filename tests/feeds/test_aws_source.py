@@ -83,7 +83,7 @@ def test_rejected_credentials_give_up_after_the_attempts_in_one_line(history, mo
     assert "\n" not in message and "testing" not in message
 
 
-def test_an_unreachable_endpoint_gives_up_in_one_line():
+def test_an_unreachable_endpoint_gives_up_in_one_line(aws_credentials):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

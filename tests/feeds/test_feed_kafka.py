@@ -101,6 +101,7 @@ def feed(pipeline: Pipeline, endpoint: str, *extra: str) -> subprocess.Completed
                           text=True, timeout=300, check=False)
 
 
+@pytest.mark.slow  # a worker, and the feed run twice
 def test_aws_prices_reach_a_worker_and_a_restarted_feed_repeats_and_skips_nothing(
         pipeline, history, moto_endpoint):
     changes = seeded_changes()
@@ -154,7 +155,7 @@ def test_price_ticks_carry_the_catalogue_on_demand_price(pipeline, history, moto
     assert {t.on_demand_price for t in ticks} == {3.06}
 
 
-def test_an_unreachable_ec2_endpoint_ends_in_one_error_line(pipeline):
+def test_an_unreachable_ec2_endpoint_ends_in_one_error_line(pipeline, aws_credentials):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

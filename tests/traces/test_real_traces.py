@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -31,10 +30,7 @@ ZONES = {
 
 @pytest.fixture(scope="module")
 def skynomad() -> list[MarketTicks]:
-    started = time.perf_counter()
-    series = load_trace(traces_dir() / SKYNOMAD)
-    assert time.perf_counter() - started < 3.0  # typically about 0.3 s
-    return series
+    return load_trace(traces_dir() / SKYNOMAD)
 
 
 def test_skynomad_csv_has_six_zones_with_their_shares_and_prices(

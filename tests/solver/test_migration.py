@@ -12,6 +12,7 @@ from solver.job import Allocation
 from solver.market import Market, MarketData
 from solver.migration import DEFAULT_MIGRATION, STAY, MigrationTable, Place
 from solver.simulator import simulate
+from tests.properties import examples
 from tests.solver.helpers import HOUR, RandomPolicy, Scripted, job
 
 AWS_1A = Place("aws", "us-east-1", "us-east-1a")
@@ -189,7 +190,7 @@ def moving_runs(draw):
     return three_regions(price, avail), jobs, draw(st.integers(0, 1000))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(moving_runs())
 def test_without_a_checkpoint_moving_changes_no_decision_and_no_figure(run):
     data, jobs, seed = run
@@ -205,7 +206,7 @@ def test_without_a_checkpoint_moving_changes_no_decision_and_no_figure(run):
     np.testing.assert_array_equal(plain.cost_per_slot, priced.cost_per_slot)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(moving_runs())
 def test_in_one_market_a_checkpoint_never_moves(run):
     data, jobs, seed = run

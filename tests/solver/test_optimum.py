@@ -77,6 +77,7 @@ def two_job_cases(draw):
     return data, jobs
 
 
+@pytest.mark.slow  # a program solved and every two-job plan enumerated, per example
 @SMALL
 @given(two_job_cases(), st.sampled_from(["highs", "cp-sat"]))
 def test_the_integer_program_equals_enumeration_through_the_simulator(case, backend):
@@ -181,7 +182,8 @@ def migrating_cases(draw):
     return data, j, table
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@settings(max_examples=examples(30), deadline=None,
+          suppress_health_check=[HealthCheck.filter_too_much])
 @given(migrating_cases())
 def test_over_several_markets_with_moves_priced_the_program_equals_enumeration(case):
     data, j, table = case

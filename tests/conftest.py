@@ -75,6 +75,15 @@ def _root_handlers_restored() -> Iterator[None]:
                                                    if not isinstance(h, RateLimit)])
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cache_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Commands that keep a cache (``spotsched evaluate``) keep it in a folder of the session,
+    not in the user's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+        yield
+
+
 @pytest.fixture
 def drawn(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
     """Every matplotlib figure saved during the test, by file name, to inspect its axes."""

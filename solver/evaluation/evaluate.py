@@ -1,13 +1,14 @@
-"""Policies played over scenario cases (:mod:`solver.evaluation.scenarios`): per-case
-statistics, what policy selection's members would have done, the value of forecasts, and the
-sensitivity of CHC to forecast error.
+"""Policies played over the episodes of scenario cases (:mod:`solver.evaluation.scenarios`),
+and the statistics reported: per-case statistics, what policy selection's members would have
+done, the value of forecasts, and the sensitivity of CHC to forecast error
+(:mod:`solver.evaluation.cells` cuts an evaluation into independent plays and merges them).
 
-Every policy plays every episode of a case in order, with the markets' forecasters as trained
-on the trace before the episode's window (so forecasts are causal and warm, as in a live
-deployment). Policies that plan on forecasts (``chc``, ``risk-aware`` and such pool members)
-plan on ``settings.forecast`` unless their spec names one: the learned distributions, the
-learned point forecasts, or the realised market (``oracle``, a yardstick). ``optimum`` plans
-each group of jobs that can compete for capacity in hindsight. ``policy-selection`` keeps one
+A policy plays an episode with the markets' forecasters as trained on the trace before the
+episode's window (so forecasts are causal and warm, as in a live deployment). Policies that
+plan on forecasts (``chc``, ``risk-aware`` and such pool members) plan on ``settings.forecast``
+unless their spec names one: the learned distributions, the learned point forecasts, or the
+realised market (``oracle``, a yardstick). ``optimum`` plans each group of jobs that can compete
+for capacity in hindsight. ``policy-selection`` keeps one
 :class:`~solver.policies.selection.Selector` for the whole case, so it learns across episodes;
 each episode runs to its end so every member's shadow settles its jobs.
 """
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from solver.evaluation.scenarios import Case, Episode
+from solver.evaluation.scenarios import Episode
 from solver.experts import RegretTrace
 from solver.job import Job, JobResult
 from solver.market import MarketData
@@ -45,10 +46,6 @@ POLICY_ORDER = ("on-demand", "spot-only", "greedy", "uniform-progress", "eager-f
 
 PLANNERS = ("risk-aware", "chc")
 """Policies whose value of forecasts is measured."""
-
-Progress = Callable[[int], None]
-"""Called with the number of episodes just played."""
-
 
 @dataclass(frozen=True)
 class EvaluationSettings:
@@ -160,42 +157,6 @@ def check_policies(specs: Sequence[str | PolicySpec]) -> tuple[PolicySpec, ...]:
     return checked
 
 
-def evaluate_case(
-    case: Case,
-    policies: Sequence[str | PolicySpec] | None = None,
-    seed: int = 0,
-    settings: EvaluationSettings = DEFAULT_SETTINGS,
-    progress: Progress | None = None,
-) -> CaseResult:
-    """Play each policy (default :func:`default_policies`) over every episode of ``case``."""
-    specs = check_policies(policies if policies is not None else default_policies(case.scenario))
-    stats: dict[str, PolicyStats] = {}
-    selector: Selector | None = None
-    selection = ""
-    unproven = 0
-    for spec in specs:
-        if spec.name == "policy-selection":
-            selector, selection = Selector.of(spec, seed), str(spec)
-        results: list[JobResult] = []
-        for episode in case.episodes:
-            if spec.name == "optimum":
-                played, unproven_jobs = play_optimum(episode, settings)
-                results += played
-                unproven += unproven_jobs
-            else:
-                results += play(spec, episode, settings, selector)
-            if progress is not None:
-                progress(1)
-        stats[str(spec)] = PolicyStats.of(results)
-    if selector is None:
-        return CaseResult(case.scenario, case.name, stats, unproven_optimum=unproven)
-    met = np.array([s.met for s in selector.settled]).reshape(-1, len(selector.pool))
-    return CaseResult(case.scenario, case.name, stats, selector.trace,
-                      tuple(str(m) for m in selector.pool),
-                      tuple(float(c) for c in selector.member_costs()),
-                      tuple(int(m) for m in (~met).sum(axis=0)), unproven, selection)
-
-
 def play(spec: PolicySpec, episode: Episode, settings: EvaluationSettings,
          selector: Selector | None = None) -> list[JobResult]:
     """One online policy over one episode (``selector``: policy selection's learning state);
@@ -230,14 +191,20 @@ def _builder(data: MarketData, settings: EvaluationSettings) -> Callable[..., Po
     spec says, with the episode's realised data for an oracle."""
 
     def build(spec: PolicySpec, **extra: Any) -> Policy:
-        cls = POLICIES[spec.name]
-        params = getattr(cls, "PARAMETERS", {})
-        if "forecast" in params and "forecast" not in spec.kwargs:
-            spec = PolicySpec(spec.name, (*spec.params, ("forecast", settings.forecast)))
-        context = {"data": data} if "data" in getattr(cls, "CONTEXT", ()) else {}
+        spec = as_played(spec, settings)
+        context = {"data": data} if "data" in getattr(POLICIES[spec.name], "CONTEXT", ()) else {}
         return make_policy(spec, **context, **extra)
 
     return build
+
+
+def as_played(spec: PolicySpec, settings: EvaluationSettings) -> PolicySpec:
+    """``spec`` with the forecast kind it plans on filled in (``settings.forecast`` where a
+    planner's spec names none): two specs played alike are then equal."""
+    params = getattr(POLICIES[spec.name], "PARAMETERS", {})
+    if "forecast" in params and "forecast" not in spec.kwargs:
+        return PolicySpec(spec.name, (*spec.params, ("forecast", settings.forecast)))
+    return spec
 
 
 def competing_groups(jobs: list[Job], data: MarketData) -> list[list[Job]]:
@@ -253,76 +220,52 @@ def competing_groups(jobs: list[Job], data: MarketData) -> list[list[Job]]:
     return [sorted(members, key=jobs.index) for members, _ in groups]
 
 
-def value_of_forecasts(
-    case: Case,
-    settings: EvaluationSettings = DEFAULT_SETTINGS,
-    progress: Progress | None = None,
-) -> dict[str, dict[str, PolicyStats]]:
-    """Each planner of :data:`PLANNERS` planning on each forecast kind (perfect, learned
-    point forecasts, learned distributions): ``{planner: {kind: stats}}``."""
-    out: dict[str, dict[str, PolicyStats]] = {}
-    for planner in PLANNERS:
-        out[planner] = {}
-        for kind in ("oracle", "point", "distribution"):
-            spec = PolicySpec.of(planner, forecast=kind)
-            results: list[JobResult] = []
-            for episode in case.episodes:
-                results += play(spec, episode, settings)
-                if progress is not None:
-                    progress(1)
-            out[planner][kind] = PolicyStats.of(results)
-    return out
+def play_selection(spec: PolicySpec, episodes: Sequence[Episode], seed: int,
+                   settings: EvaluationSettings) -> tuple[list[JobResult], Selector]:
+    """A ``policy-selection`` spec over ``episodes`` in order, with one learner (seeded with
+    ``seed`` unless the spec names one) that learns across them."""
+    selector = Selector.of(spec, seed)
+    return [r for e in episodes for r in play(spec, e, settings, selector)], selector
 
 
-def sensitivity(
-    case: Case,
-    seed: int = 0,
-    settings: EvaluationSettings = DEFAULT_SETTINGS,
-    progress: Progress | None = None,
-) -> list[SensitivityPoint]:
-    """CHC with :class:`~solver.policies.forecast_sources.NoisyOracleForecast` at each error
-    level of ``settings`` against prediction-free and policy selection with fallback.
+def noisy_oracle(episode: Episode, k: int, error: float, seed: int) -> NoisyOracleForecast:
+    """The sensitivity study's forecasts for the ``k``-th episode at error level ``error``:
+    prices times ``exp(error · N(0, 1))``, capacity flipped with probability
+    ``min(error / 2, 0.5)``, the noise seeded with ``seed + k``."""
+    return NoisyOracleForecast(episode.data, error=error, flip=min(error / 2, 0.5),
+                               seed=seed + k)
 
-    Error level ``e``: forecast prices are multiplied by ``exp(e · N(0, 1))`` and forecast
-    capacity flips with probability ``min(e / 2, 0.5)``; the noise of episode ``k`` is seeded
-    with ``seed + k``. Policy selection runs prediction-free settings and CHC planning on the
-    same noisy oracle, and sends new jobs to prediction-free while a
-    :class:`~solver.policies.forecast_error.ForecastErrorMonitor` of that oracle reads more
-    than ``settings.error_threshold`` (each episode's monitor starts from the error the
-    previous one ended with). ``progress`` counts episodes played.
-    """
-    baseline = [r for e in case.episodes for r in play(FALLBACK, e, settings)]
+
+def play_noisy_chc(episode: Episode, k: int, error: float, seed: int) -> list[JobResult]:
+    """CHC planning on :func:`noisy_oracle` over the ``k``-th episode."""
+    policy = make_policy("chc", source=noisy_oracle(episode, k, error, seed))
+    return list(simulate(episode.data, list(episode.jobs), policy,
+                         models=episode.fresh_models()).jobs)
+
+
+def play_noisy_selection(episodes: Sequence[Episode], error: float, seed: int,
+                         settings: EvaluationSettings) -> tuple[list[JobResult], Selector]:
+    """Policy selection over prediction-free settings and CHC, its CHC planning on
+    :func:`noisy_oracle`, over ``episodes`` in order: it sends new jobs to prediction-free
+    while a :class:`~solver.policies.forecast_error.ForecastErrorMonitor` of that oracle reads
+    more than ``settings.error_threshold``, each episode's monitor starting from the error the
+    previous one ended with."""
     pool = (FALLBACK, PolicySpec.of("prediction-free", sigma=0.5), PolicySpec("chc"))
-    points = []
-    for error in settings.sensitivity_errors:
-        selector = Selector(pool, seed=seed)
-        chc: list[JobResult] = []
-        selection: list[JobResult] = []
-        prior = 0.0
-        for k, episode in enumerate(case.episodes):
-            noisy = NoisyOracleForecast(episode.data, error=error, flip=min(error / 2, 0.5),
-                                        seed=seed + k)
-            chc += simulate(episode.data, list(episode.jobs),
-                            make_policy("chc", source=noisy),
-                            models=episode.fresh_models()).jobs
-            monitor = ForecastErrorMonitor(noisy, prior=prior)
-            policy = make_policy(
-                "policy-selection", selector=selector, fallback=format_pool((FALLBACK,)),
-                error_threshold=settings.error_threshold, forecast_error=monitor,
-                build=lambda s, n=noisy, **_: make_policy(s, source=n) if s.name == "chc"
-                else make_policy(s))
-            selection += simulate(episode.data, list(episode.jobs), policy,
-                                  models=episode.fresh_models(), until_end=True).jobs
-            prior = monitor.error
-            if progress is not None:
-                progress(2)
-        fallbacks = sum(s.fallback for s in selector.settled)
-        points.append(SensitivityPoint(error, {
-            "chc": PolicyStats.of(chc).mean_utility,
-            "prediction-free": PolicyStats.of(baseline).mean_utility,
-            "policy-selection": PolicyStats.of(selection).mean_utility,
-        }, fallbacks / max(1, len(selector.settled))))
-    return points
+    selector = Selector(pool, seed=seed)
+    results: list[JobResult] = []
+    prior = 0.0
+    for k, episode in enumerate(episodes):
+        noisy = noisy_oracle(episode, k, error, seed)
+        monitor = ForecastErrorMonitor(noisy, prior=prior)
+        policy = make_policy(
+            "policy-selection", selector=selector, fallback=format_pool((FALLBACK,)),
+            error_threshold=settings.error_threshold, forecast_error=monitor,
+            build=lambda s, n=noisy, **_: make_policy(s, source=n) if s.name == "chc"
+            else make_policy(s))
+        results += simulate(episode.data, list(episode.jobs), policy,
+                            models=episode.fresh_models(), until_end=True).jobs
+        prior = monitor.error
+    return results, selector
 
 
 def regret_bound(rounds: int, members: int) -> float:

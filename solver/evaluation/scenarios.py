@@ -29,7 +29,9 @@
   ``capacity_per_probe``.
 
 Every episode carries the markets' forecasters trained on the trace before its window, as a
-live deployment would have them (:class:`~solver.forecast.models.MarketModels`).
+live deployment would have them (:class:`~solver.forecast.models.MarketModels`), trained when
+first read: building the cases costs no training, and an evaluation whose results are all known
+trains nothing.
 """
 
 from __future__ import annotations
@@ -37,8 +39,10 @@ from __future__ import annotations
 import copy
 import math
 import random
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -51,20 +55,70 @@ from solver.workload import WorkloadSpec, generate_jobs
 SCENARIOS = ("cant-be-late", "multi-region", "fine-tune", "scarce")
 
 
+class ModelHistory:
+    """The markets' forecasters learning ``data`` slot by slot, with a copy kept at each of the
+    sorted ``starts`` as it is reached; nothing is learned until a copy is asked for, and each
+    slot is learned once (thread-safe)."""
+
+    def __init__(self, data: MarketData, starts: Sequence[int]) -> None:
+        if list(starts) != sorted(starts):
+            raise ValueError(f"starts={list(starts)!r}: expected sorted slot indices")
+        self._data = data
+        self._starts = tuple(starts)
+        self._models = MarketModels(len(data.markets), data.origin, data.slot_seconds)
+        self._copies: list[MarketModels] = []
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def at(self, k: int) -> MarketModels:
+        """The forecasters trained on the slots before ``starts[k]`` (do not let them learn:
+        copy them first)."""
+        with self._lock:
+            while len(self._copies) <= k:
+                start = self._starts[len(self._copies)]
+                for t in range(self._models.learned, start):
+                    self._models.learn(self._data.price[:, t], self._data.availability[:, t])
+                self._copies.append(copy.deepcopy(self._models))
+            return self._copies[k]
+
+
+class TrainedModels:
+    """The forecasters of one episode: the ``k``-th copy of a :class:`ModelHistory`, trained
+    when first read. Pickled, it carries only that copy, not the history."""
+
+    def __init__(self, history: ModelHistory, k: int) -> None:
+        self._history = history
+        self._k = k
+        self._models: MarketModels | None = None
+
+    def get(self) -> MarketModels:
+        """The trained forecasters (copy them before use: they learn in place)."""
+        if self._models is None:
+            self._models = self._history.at(self._k)
+        return self._models
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"models": self.get()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._models = state["models"]
+
+
 @dataclass(frozen=True)
 class Episode:
     """One window of market data, the jobs released in it, the markets' forecasters as
-    trained on the data before the window (copy them before use: they learn in place), and
-    what moving a job's checkpoint costs there."""
+    trained on the data before the window, and what moving a job's checkpoint costs there."""
 
     data: MarketData
     jobs: tuple[Job, ...]
-    models: MarketModels | None = field(default=None, compare=False, repr=False)
+    models: TrainedModels | None = field(default=None, compare=False, repr=False)
     migration: MigrationTable = field(default=DEFAULT_MIGRATION, compare=False, repr=False)
 
     def fresh_models(self) -> MarketModels | None:
         """A copy of the trained forecasters, for one run over the episode."""
-        return copy.deepcopy(self.models)
+        return None if self.models is None else copy.deepcopy(self.models.get())
 
 
 @dataclass(frozen=True)
@@ -249,17 +303,11 @@ def _tiles(n_slots: int, length: int, indices: Sequence[int]) -> list[int]:
     return [i * length for i in sorted(set(indices))]
 
 
-def trained_models(data: MarketData, starts: Sequence[int]) -> list[MarketModels]:
-    """The markets' forecasters trained on ``data`` up to each of the sorted ``starts``."""
-    models = MarketModels(len(data.markets), data.origin, data.slot_seconds)
-    out = []
-    learned = 0
-    for start in starts:
-        for t in range(learned, start):
-            models.learn(data.price[:, t], data.availability[:, t])
-        learned = max(learned, start)
-        out.append(copy.deepcopy(models))
-    return out
+def trained_models(data: MarketData, starts: Sequence[int]) -> list[TrainedModels]:
+    """The markets' forecasters trained on ``data`` up to each of the sorted ``starts``, each
+    trained when first read."""
+    history = ModelHistory(data, starts)
+    return [TrainedModels(history, k) for k in range(len(history))]
 
 
 def _cant_be_late_jobs(

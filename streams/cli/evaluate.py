@@ -18,9 +18,11 @@ from streams.cli.options import (
     OnDemandPrice,
     PricesFile,
     at_least,
+    available_cores,
     check_policies,
     non_negative,
     positive_count,
+    unwritable,
     writes_dir,
     writes_file,
 )
@@ -84,14 +86,44 @@ def evaluate(
         "(docs/evaluation.md).", callback=non_negative)] = None,
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
+    workers: Annotated[int, typer.Option(
+        help="Worker processes playing the evaluation's cells (1: in this process). Default: "
+        "the cores this process may use.", callback=positive_count)] = available_cores(),
+    executor: Annotated[str, typer.Option(
+        metavar="<kind>", help="Where cells are played: local (--workers processes) or ray (a "
+        "Ray cluster; needs the ray extra).")] = "local",
+    address: Annotated[str | None, typer.Option(
+        metavar="<host:port>", help="ray: the cluster's address. Default: a Ray instance of "
+        "its own on this machine with --workers CPUs.")] = None,
+    cache_dir: Annotated[Path | None, writes_dir(
+        "Folder of the played cells kept for later runs. Default: "
+        "$XDG_CACHE_HOME/spotsched/evaluate or ~/.cache/spotsched/evaluate.")] = None,
+    no_cache: Annotated[bool, typer.Option(
+        "--no-cache", help="Play every cell, reading and keeping nothing.")] = False,
 ) -> None:
     """Evaluate policies over seeded windows of a trace.
 
     Scenarios: Can't Be Late, SkyNomad's multi-region task, fine-tuning and scarce capacity
-    (docs/evaluation.md)."""
+    (docs/evaluation.md). The cells run on every core or on a Ray cluster and are kept in a
+    cache."""
+    from rich.console import Console
+
     from solver.evaluation.evaluate import EvaluationSettings
     from solver.evaluation.resample import resample_availability
+    from streams.evaluation.cache import default_cache_dir
+    from streams.evaluation.runner import Execution
     from streams.reports.evaluation import run_evaluation
+
+    if cache_dir is None and not no_cache:
+        cache_dir = default_cache_dir()
+        expected = unwritable(cache_dir)
+        if expected is not None:
+            fail(ValueError(f"--cache-dir {cache_dir}: expected {expected}"))
+    try:
+        execution = Execution(workers, executor, address,  # type: ignore[arg-type]
+                              None if no_cache else cache_dir)
+    except ValueError as exc:
+        fail(exc)
 
     ticks, source = market_ticks(trace or [], seed, 6, 46, on_demand_price, prices, 195)
     scenarios = scenario or ["cant-be-late", "fine-tune"]
@@ -105,7 +137,8 @@ def evaluate(
                                    overhead_hours, checkpoint_gb, zone, window_index,
                                    transfer_time, migration_table)
         run_evaluation(ticks, source, scenarios, policy, windows, seed, console, plots,
-                       json_file, settings, tasks, value_of_forecasts, multi)
+                       json_file, settings, tasks, value_of_forecasts, multi, execution,
+                       Console(stderr=True))
     except ValueError as exc:
         fail(exc)
 

@@ -4,6 +4,7 @@ while the command line is parsed, before any work starts."""
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -53,24 +54,41 @@ def check_policies(specs: list[str] | None) -> list[str] | None:
     return specs
 
 
-def _output(param: typer.CallbackParam, path: Path | None, folder: Path) -> Path | None:
-    """``path`` once ``folder`` exists and can be written in; a usage error otherwise."""
+def unwritable(folder: Path) -> str | None:
+    """What a folder to write files in should be, when ``folder`` is not that (it is created
+    when missing, and a file is created in it: permissions do not tell for ``/proc`` or a
+    read-only mount); ``None`` when it is."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise flag_error(param, path, f"a folder that exists or can be created "
-                                      f"({exc.strerror})") from None
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise flag_error(param, path, "a folder this user may write in")
+        return f"a folder that exists or can be created ({exc.strerror})"
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return f"a folder this user may write in ({exc.strerror})"
+    return None
+
+
+def _output(param: typer.CallbackParam, path: Path | None, folder: Path) -> Path | None:
+    """``path`` once files can be written in ``folder``; a usage error otherwise."""
+    expected = unwritable(folder)
+    if expected is not None:
+        raise flag_error(param, path, expected)
     return path
 
 
 def output_file(param: typer.CallbackParam, path: Path | None) -> Path | None:
-    """The check of a file a command writes: not a folder, its folder created."""
+    """The check of a file a command writes: a regular file or none yet (not a folder or a
+    device), its folder created."""
     if path is None:
         return None
     if path.is_dir():
         raise flag_error(param, path, "a file name, not a folder")
+    if path.exists() and not path.is_file():
+        raise flag_error(param, path, "a regular file, not a device or a pipe")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise flag_error(param, path, "a file this user may write")
     return _output(param, path, path.parent)
 
 
@@ -81,6 +99,12 @@ def output_dir(param: typer.CallbackParam, path: Path | None) -> Path | None:
     if path.exists() and not path.is_dir():
         raise flag_error(param, path, "a folder, not a file")
     return _output(param, path, path)
+
+
+def available_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
 
 
 def writes_file(help_text: str, *names: str) -> Any:

@@ -9,33 +9,28 @@ from pathlib import Path
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
+from solver.evaluation.cells import EvaluationPlan, ForecastValues
 from solver.evaluation.evaluate import (
     DEFAULT_SETTINGS,
-    PLANNERS,
     CaseResult,
     EvaluationSettings,
-    PolicyStats,
     SensitivityPoint,
     check_policies,
-    default_policies,
-    evaluate_case,
     regret_bound,
-    sensitivity,
-    value_of_forecasts,
 )
 from solver.evaluation.scenarios import CantBeLateSpec, Case, MultiRegionSpec, build_cases
 from solver.market import MarketTicks
 from solver.policies import PolicySpec
+from streams.evaluation.cache import CellKeys, markets_digest
+from streams.evaluation.runner import Execution, play_plan
 from streams.reports.plotting import bar_panel, save_figure
 
 DEFAULT_TASKS = CantBeLateSpec()
 DEFAULT_MULTI_REGION = MultiRegionSpec()
-
-ForecastValues = dict[str, dict[str, PolicyStats]]
-"""``{planner: {forecast kind: stats}}`` of one case."""
+IN_PROCESS = Execution()
+"""Every cell in this process, no cache."""
 
 KIND_LABELS = {"oracle": "perfect", "point": "learned point", "distribution": "learned dist."}
 
@@ -54,47 +49,35 @@ def run_evaluation(
     cant_be_late: CantBeLateSpec = DEFAULT_TASKS,
     forecast_values: bool = False,
     multi_region: MultiRegionSpec = DEFAULT_MULTI_REGION,
+    execution: Execution = IN_PROCESS,
+    progress: Console | None = None,
 ) -> list[CaseResult]:
     """Evaluate every case of ``scenarios`` on ``ticks``, print the tables and write the
     requested files; the CHC sensitivity study runs (on ``fine-tune``) when plots are asked,
-    the value-of-forecasts study when ``forecast_values``."""
+    the value-of-forecasts study when ``forecast_values``. The cells are played as
+    ``execution`` says, with progress on ``progress`` (default ``console``)."""
     specs = check_policies(policies) if policies is not None else None
     cases = build_cases(ticks, scenarios, windows, seed, cant_be_late, multi_region)
-    study = next((c for c in cases if c.scenario == "fine-tune"), None) if plots else None
-    total = sum(len(c.episodes) * len(specs or default_policies(c.scenario)) for c in cases)
-    if study is not None:
-        total += len(study.episodes) * (1 + 2 * len(settings.sensitivity_errors))
-    if forecast_values:
-        total += sum(len(c.episodes) * 3 * len(PLANNERS) for c in cases)
-    results: list[CaseResult] = []
-    values: list[ForecastValues] = []
-    points: list[SensitivityPoint] = []
-    with Progress(console=console, transient=True) as bar:
-        task = bar.add_task("evaluating", total=total)
-        for case in cases:
-            bar.update(task, description=case.name)
-            results.append(evaluate_case(case, specs, seed, settings,
-                                         lambda n: bar.advance(task, n)))
-            if forecast_values:
-                bar.update(task, description=f"{case.name}: value of forecasts")
-                values.append(value_of_forecasts(case, settings,
-                                                 lambda n: bar.advance(task, n)))
-        if study is not None:
-            bar.update(task, description="chc sensitivity")
-            points = sensitivity(study, seed, settings, lambda n: bar.advance(task, n))
-    for k, (case, result) in enumerate(zip(cases, results, strict=True)):
+    study = next((k for k, c in enumerate(cases) if c.scenario == "fine-tune"), None)
+    plan = EvaluationPlan(tuple(cases), specs, seed, settings, forecast_values,
+                          study if plots is not None else None)
+    keys = CellKeys(plan, markets_digest(ticks), repr((windows, seed, cant_be_late,
+                                                         multi_region)))
+    evaluation = play_plan(plan, execution, keys, progress or console)
+    for k, (case, result) in enumerate(zip(cases, evaluation.cases, strict=True)):
         console.print(case_table(result, _title(case, source)))
-        if values:
-            console.print(forecast_table(values[k], case.name))
-    if points:
-        console.print(sensitivity_table(points))
+        if evaluation.forecast_values:
+            console.print(forecast_table(evaluation.forecast_values[k], case.name))
+    if evaluation.sensitivity:
+        console.print(sensitivity_table(evaluation.sensitivity))
     if json_path is not None:
-        write_json(json_path, results, values)
+        write_json(json_path, evaluation.cases, evaluation.forecast_values)
         console.print(f"wrote {json_path}")
     if plots is not None:
-        for path in write_plots(plots, results, points, values):
+        for path in write_plots(plots, evaluation.cases, evaluation.sensitivity,
+                                evaluation.forecast_values):
             console.print(f"wrote {path}")
-    return results
+    return list(evaluation.cases)
 
 
 def _title(case: Case, source: str) -> str:

@@ -2,13 +2,12 @@ import dataclasses
 
 import pytest
 
+from solver.evaluation.cells import evaluate_case, sensitivity
 from solver.evaluation.evaluate import (
     EvaluationSettings,
     PolicyStats,
     check_policies,
     default_policies,
-    evaluate_case,
-    sensitivity,
 )
 from solver.evaluation.scenarios import (
     CantBeLateSpec,

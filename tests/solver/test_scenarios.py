@@ -60,9 +60,9 @@ def test_each_episode_carries_forecasters_trained_on_the_trace_before_its_window
     ticks = probe_ticks(400)
     case = cant_be_late_cases(ticks, 3, 0, spec)[0]
     first = [round((e.data.origin - ticks[0].times[0]) / 195.0) for e in case.episodes]
-    assert [e.models.learned for e in case.episodes] == first
+    assert [e.models.get().learned for e in case.episodes] == first
     copy = case.episodes[0].fresh_models()
-    assert copy is not case.episodes[0].models and copy.learned == first[0]
+    assert copy is not case.episodes[0].models.get() and copy.learned == first[0]
 
 
 def test_cant_be_late_rejects_deadlines_outside_the_window():

@@ -1,0 +1,2 @@
+"""Running ``spotsched evaluate``: its cells played on every core or on a Ray cluster, kept in
+a cache on disk, with progress."""

@@ -1,0 +1,105 @@
+"""Play an evaluation plan's cells where the user asks, reading and keeping them in the cache,
+and tell the user how far it is."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from rich.console import Console
+
+from solver.evaluation.cells import Cell, CellResult, Evaluation, EvaluationPlan
+from streams.evaluation.cache import CellCache, CellKeys
+from streams.evaluation.executors import Executor, InProcess, ProcessPool, RayCluster, Task
+from streams.evaluation.progress import CellProgress, clock
+
+ExecutorKind = Literal["local", "ray"]
+EXECUTORS: tuple[ExecutorKind, ...] = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class Execution:
+    """Where the cells are played: ``workers`` processes here (1: in this process) or a Ray
+    cluster (``executor="ray"``, at ``address``; without one, a Ray instance here with
+    ``workers`` CPUs); and the cache folder (``None``: no cache)."""
+
+    workers: int = 1
+    executor: ExecutorKind = "local"
+    address: str | None = None
+    cache_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"workers={self.workers!r}: expected at least 1")
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"executor={self.executor!r}: expected one of "
+                             f"{', '.join(EXECUTORS)}")
+        if self.address is not None and self.executor != "ray":
+            raise ValueError(f"address={self.address!r}: expected only with the ray executor")
+
+    def start(self) -> Executor:
+        """The executor, started."""
+        if self.executor == "ray":
+            return RayCluster(self.address, self.workers)
+        return ProcessPool(self.workers) if self.workers > 1 else InProcess()
+
+
+def play_plan(plan: EvaluationPlan, execution: Execution, keys: CellKeys | None,
+              console: Console) -> Evaluation:
+    """Every cell of ``plan``, read from the cache when kept there (under ``keys``) or played
+    by ``execution``'s executor and kept; merged in the plan's order. Progress goes to
+    ``console``."""
+    cells = plan.cells()
+    cache = CellCache(execution.cache_dir) if execution.cache_dir is not None else None
+    results: dict[Cell, CellResult] = {}
+    if cache is not None and keys is not None:
+        for cell in cells:
+            kept = cache.get(keys(cell))
+            if kept is not None:
+                results[cell] = kept
+    todo = _longest_first([c for c in cells if c not in results])
+    where = "" if cache is None else f"{len(results)} read from the cache ({cache.directory}), "
+    if not todo:
+        console.print(f"{len(cells)} cells: {where}none to play", highlight=False)
+        return plan.merge(results)
+    executor = execution.start()
+    try:
+        console.print(f"{len(cells)} cells: {where}{len(todo)} to play on {executor.workers} "
+                      f"{'worker' if executor.workers == 1 else 'workers'}"
+                      f"{' (ray)' if execution.executor == 'ray' else ''}", highlight=False)
+        start = time.perf_counter()
+        busy, cpu, peak = 0.0, 0.0, 0.0
+        episodes = {cell: len(plan.episodes(cell)) for cell in todo}
+        with CellProgress(console, todo, executor.workers, episodes) as progress:
+            for done in executor.run(_tasks(plan, todo)):
+                if cache is not None and keys is not None:
+                    cache.put(keys(done.cell), done.result)
+                results[done.cell] = done.result
+                busy += done.seconds
+                cpu += done.cpu_seconds
+                peak = max(peak, done.peak_mb)
+                progress.finished(done.cell, done.seconds)
+    finally:
+        executor.close()
+    console.print(f"played {len(todo)} cells in {clock(time.perf_counter() - start)} "
+                  f"({clock(busy)} in cells, {clock(cpu)} of CPU; peak worker memory "
+                  f"{peak:,.0f} MB)", highlight=False)
+    return plan.merge(results)
+
+
+def _longest_first(cells: Sequence[Cell]) -> list[Cell]:
+    """Cells of whole cases first (the longest: they cannot wait for the end), then by
+    episode, so that each episode's forecasters are trained as its first cell goes out."""
+    return sorted(cells, key=lambda c: (c.episode is not None, c.episode or 0))
+
+
+def _tasks(plan: EvaluationPlan, cells: Sequence[Cell]) -> Iterator[Task]:
+    for cell in cells:
+        episodes = plan.episodes(cell)
+        for episode in episodes:
+            if episode.models is not None:
+                episode.models.get()  # trained here, once, not in the thread that sends it
+        yield Task(cell, episodes, plan.seed, plan.settings)

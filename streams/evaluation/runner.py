@@ -63,13 +63,14 @@ def play_plan(plan: EvaluationPlan, execution: Execution, keys: CellKeys | None,
     todo = _longest_first([c for c in cells if c not in results])
     where = "" if cache is None else f"{len(results)} read from the cache ({cache.directory}), "
     if not todo:
-        console.print(f"{len(cells)} cells: {where}none to play", highlight=False)
+        console.print(f"{len(cells)} cells: {where}none to play", highlight=False, soft_wrap=True)
         return plan.merge(results)
     executor = execution.start()
     try:
         console.print(f"{len(cells)} cells: {where}{len(todo)} to play on {executor.workers} "
                       f"{'worker' if executor.workers == 1 else 'workers'}"
-                      f"{' (ray)' if execution.executor == 'ray' else ''}", highlight=False)
+                      f"{' (ray)' if execution.executor == 'ray' else ''}",
+                      highlight=False, soft_wrap=True)
         start = time.perf_counter()
         busy, cpu, peak = 0.0, 0.0, 0.0
         episodes = {cell: len(plan.episodes(cell)) for cell in todo}
@@ -86,7 +87,7 @@ def play_plan(plan: EvaluationPlan, execution: Execution, keys: CellKeys | None,
         executor.close()
     console.print(f"played {len(todo)} cells in {clock(time.perf_counter() - start)} "
                   f"({clock(busy)} in cells, {clock(cpu)} of CPU; peak worker memory "
-                  f"{peak:,.0f} MB)", highlight=False)
+                  f"{peak:,.0f} MB)", highlight=False, soft_wrap=True)
     return plan.merge(results)
 
 

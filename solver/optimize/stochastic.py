@@ -210,7 +210,7 @@ def _params(job: SingleJob, step: float, offset: float) -> np.ndarray:
                      job.miss_penalty, step, float(overhead_phases(job.overhead)), offset])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _position(params: np.ndarray, slack: float) -> float:
     """Where ``slack`` falls on the grid (below its first point: at it)."""
     return max((slack - params[11]) / params[9], 0.0)
@@ -227,110 +227,147 @@ def _reward(params: np.ndarray, at: float) -> float:
     return params[6] + (at - soft) / (deadline - soft) * (params[7] - params[6])
 
 
-@njit(cache=True)
-def _interp(row: np.ndarray, position: float) -> float:
-    """``row`` (a value per grid point) at a fractional grid ``position``."""
-    last = len(row) - 1
+@njit(cache=True, inline="always")
+def _interp(values: np.ndarray, t: int, state: int, bucket: int, position: float) -> float:
+    """``values[t, state, bucket]`` (a value per slack grid point) at a fractional grid
+    ``position``."""
+    last = values.shape[3] - 1
     if position >= last:
-        return row[last]
+        return values[t, state, bucket, last]
     i = int(position)
     f = position - i
-    return row[i] if f < _EPS else (1.0 - f) * row[i] + f * row[i + 1]
+    if f < _EPS:
+        return values[t, state, bucket, i]
+    return (1.0 - f) * values[t, state, bucket, i] + f * values[t, state, bucket, i + 1]
+
+
+_LEAD, _TERMINAL, _BARRED = 0, 1, 2
+"""What an action site is at a boundary: it leads to the next boundary (valued from the rows
+of the next slot's values), it ends the job (a value of its own), or it is not allowed."""
 
 
 @njit(cache=True)
-def _expected(values: np.ndarray, on: np.ndarray, advance: np.ndarray, t: int, capacity: int,
-              bucket: int, kept: int, lost: int, position: float) -> float:
-    """Expected value at boundary ``t + 1``, at slack grid ``position``, of a job whose held
-    state becomes ``kept`` if the next slot has capacity and ``lost`` if it has none (states
-    without capacity are the even ones below 4, those with it the odd ones and spot's)."""
-    p_on = on[t, capacity, bucket]
+def _sites(values: np.ndarray, price: np.ndarray, params: np.ndarray, t: int, slack: float,
+           rows: np.ndarray, kind: np.ndarray, terminal: np.ndarray) -> None:
+    """What each action site is at boundary ``t`` and ``slack``, whatever the held state's
+    capacity and age bucket: site 0 idling, 1 entering on-demand (paying the overhead), 2
+    holding on-demand, 3 entering spot, ``k >= 4`` spot held in state ``k``. Into ``kind[k]``
+    (:data:`_LEAD`, :data:`_TERMINAL` with its value in ``terminal[k]``, or :data:`_BARRED`)
+    and, for a site that leads on, ``rows[k, 0, b]`` and ``rows[k, 1, b]``: the values at the
+    next boundary, in age bucket ``b``, of the state the job is in if the next slot has no
+    capacity and if it has (spot sites need the first only in bucket 0). Interpolating once per
+    (slot, slack) serves every bucket."""
+    deadline, overhead, phases = params[0], params[2], int(params[10])
+    buckets = values.shape[2]
+    work = deadline - t - slack
+    idled = slack - 1.0
+    if idled >= overhead - _EPS:
+        _rows(values, t, 0, 1, _position(params, idled), buckets, rows, 0)
+        kind[0] = _LEAD
+    else:
+        kind[0] = _BARRED
+    on_demand = params[3] * params[5] * params[4]
+    for site, paid in ((1, overhead), (2, 0.0)):
+        if work + paid <= 1.0 + _EPS:
+            kind[site] = _TERMINAL
+            terminal[site] = on_demand - _reward(params, t + paid + work)
+        elif slack - paid < -_EPS:
+            kind[site] = _BARRED
+        else:
+            _rows(values, t, 2, 3, _position(params, slack - paid), buckets, rows, site)
+            kind[site] = _LEAD
+    cost = params[3] * params[5] * price[t]
+    for site in range(3, rows.shape[0]):
+        elapsed = max(site - 4, 0)
+        owed = overhead if site == 3 else (0.0 if site == 4 else overhead - elapsed)
+        if slack - 1.0 < overhead - _EPS:  # the slot's spot may not be granted after all
+            kind[site] = _BARRED
+            continue
+        if work + owed <= 1.0 + _EPS:
+            kind[site] = _TERMINAL
+            terminal[site] = cost - _reward(params, t + owed + work)
+            continue
+        after = slack - min(owed, 1.0)
+        if after < overhead - _EPS:
+            kind[site] = _BARRED
+            continue
+        kept = 4 if owed <= 1.0 + _EPS or elapsed + 1 >= phases else 5 + elapsed
+        _rows(values, t, 0, kept, _position(params, after), 1, rows, site)
+        kind[site] = _LEAD
+
+
+@njit(cache=True, inline="always")
+def _rows(values: np.ndarray, t: int, lost: int, kept: int, position: float, lost_buckets: int,
+          rows: np.ndarray, site: int) -> None:
+    """Values at boundary ``t + 1`` and slack grid ``position`` of state ``lost`` in its first
+    ``lost_buckets`` buckets and of state ``kept`` in every bucket."""
+    for b in range(lost_buckets):
+        rows[site, 0, b] = _interp(values, t + 1, lost, b, position)
+    for b in range(values.shape[2]):
+        rows[site, 1, b] = _interp(values, t + 1, kept, b, position)
+
+
+@njit(cache=True, inline="always")
+def _mix(p_on: float, capacity: int, up: float, same: float, same_next: float, other: float
+         ) -> float:
+    """Expected value at the next boundary for a job with ``capacity`` now whose next slot
+    has capacity with probability ``p_on``: if capacity stays as it is, the run goes on, its
+    age moving to the next bucket with probability ``up`` (values ``same`` and ``same_next``);
+    if it changes, a new run starts in the first bucket (value ``other``). Scalars only: no
+    array passes in or out of the innermost loop."""
     total = 0.0
     for nxt in range(2):
         p = p_on if nxt == 1 else 1.0 - p_on
         if p <= 0.0:
             continue
-        state = kept if nxt == 1 else lost
         if nxt == capacity:
-            up = advance[bucket]
-            v = (1.0 - up) * _interp(values[t + 1, state, bucket], position)
+            v = (1.0 - up) * same
             if up > 0.0:
-                v += up * _interp(values[t + 1, state, bucket + 1], position)
+                v += up * same_next
         else:
-            v = _interp(values[t + 1, state, 0], position)
+            v = other
         total += p * v
     return total
 
 
 @njit(cache=True)
-def _spot_value(values: np.ndarray, on: np.ndarray, params: np.ndarray, advance: np.ndarray,
-                t: int, bucket: int, slack: float, owed: float, elapsed: int, cost: float
-                ) -> float:
-    """Spot at boundary ``t`` for a job still owing ``owed`` slots of its overhead after
-    ``elapsed`` slots of it (``inf`` where not allowed)."""
-    deadline, overhead, phases = params[0], params[2], int(params[10])
-    work = deadline - t - slack
-    if slack - 1.0 < overhead - _EPS:  # the slot's spot may not be granted after all
-        return np.inf
-    if work + owed <= 1.0 + _EPS:
-        return cost - _reward(params, t + owed + work)
-    after = slack - min(owed, 1.0)
-    if after < overhead - _EPS:
-        return np.inf
-    kept = 4 if owed <= 1.0 + _EPS or elapsed + 1 >= phases else 5 + elapsed
-    return cost + _expected(values, on, advance, t, 1, bucket, kept, 0,
-                            _position(params, after))
-
-
-@njit(cache=True)
-def _on_demand_value(values: np.ndarray, on: np.ndarray, params: np.ndarray,
-                     advance: np.ndarray, t: int, capacity: int, bucket: int, slack: float,
-                     paid: float) -> float:
-    """On-demand at boundary ``t``, paying ``paid`` slots of overhead (``inf`` where not
-    allowed); on-demand is never lost, so its overhead is paid at once."""
-    deadline = params[0]
-    work = deadline - t - slack
-    cost = params[3] * params[5] * params[4]
-    if work + paid <= 1.0 + _EPS:
-        return cost - _reward(params, t + paid + work)
-    if slack - paid < -_EPS:
-        return np.inf
-    return cost + _expected(values, on, advance, t, capacity, bucket, 3, 2,
-                            _position(params, slack - paid))
-
-
-@njit(cache=True)
-def _q_all(values: np.ndarray, on: np.ndarray, price: np.ndarray, params: np.ndarray,
-           advance: np.ndarray, t: int, bucket: int, slack: float, out: np.ndarray) -> None:
+def _q_all(rows: np.ndarray, kind: np.ndarray, terminal: np.ndarray, on: np.ndarray,
+           price: np.ndarray, params: np.ndarray, advance: np.ndarray, t: int, bucket: int,
+           value: np.ndarray, out: np.ndarray) -> None:
     """Action values (idle, spot, on-demand; ``inf`` where not allowed) at boundary ``t`` of
-    every held state into ``out[state]``; what states share is computed once."""
-    overhead = params[2]
-    out[:, :] = np.inf
-    idled = slack - 1.0
+    every held state into ``out[state]``, from the action sites of the boundary's slack
+    (:func:`_sites`); what states share is computed once (``value``: room for a value per
+    site)."""
+    states = out.shape[0]
+    up = advance[bucket]
+    following = min(bucket + 1, rows.shape[2] - 1)  # read only where ``up > 0``
     for capacity in range(2):
-        if idled >= overhead - _EPS:
-            idle = _expected(values, on, advance, t, capacity, bucket, 1, 0,
-                             _position(params, idled))
-            out[capacity, 0] = idle  # idle, held idle
-            out[2 + capacity, 0] = idle  # idle, held on-demand
-            if capacity == 1:
-                out[4:, 0] = idle  # idle, held spot
-        switch = _on_demand_value(values, on, params, advance, t, capacity, bucket, slack,
-                                  overhead)
-        out[capacity, 2] = switch
-        out[2 + capacity, 2] = _on_demand_value(values, on, params, advance, t, capacity,
-                                                bucket, slack, 0.0)
-        if capacity == 1:
-            out[4:, 2] = switch
-    cost = params[3] * params[5] * price[t]
-    enter = _spot_value(values, on, params, advance, t, bucket, slack, overhead, 0, cost)
-    out[1, 1] = enter
-    out[3, 1] = enter
-    out[4, 1] = _spot_value(values, on, params, advance, t, bucket, slack, 0.0, 0, cost)
-    for state in range(5, out.shape[0]):
-        elapsed = state - 4
-        out[state, 1] = _spot_value(values, on, params, advance, t, bucket, slack,
-                                    overhead - elapsed, elapsed, cost)
+        p_on = on[t, capacity, bucket]
+        for site in range(states if capacity == 1 else 3):
+            if kind[site] == _TERMINAL:
+                value[site] = terminal[site]
+            elif kind[site] == _BARRED:
+                value[site] = np.inf
+            else:
+                expected = _mix(p_on, capacity, up, rows[site, capacity, bucket],
+                                rows[site, capacity, following], rows[site, 1 - capacity, 0])
+                if site == 0:  # idling costs nothing
+                    value[site] = expected
+                else:
+                    value[site] = params[3] * params[5] * (
+                        params[4] if site < 3 else price[t]) + expected
+        held = (capacity, 2 + capacity)  # idle, on-demand
+        for state in held:
+            out[state, 0] = value[0]
+            out[state, 1] = np.inf
+        out[capacity, 2] = value[1]
+        out[2 + capacity, 2] = value[2]
+    out[1, 1] = value[3]
+    out[3, 1] = value[3]
+    for state in range(4, states):
+        out[state, 0] = value[0]
+        out[state, 1] = value[state]
+        out[state, 2] = value[1]
 
 
 @njit(cache=True)
@@ -338,8 +375,13 @@ def _q(values: np.ndarray, on: np.ndarray, price: np.ndarray, params: np.ndarray
        advance: np.ndarray, t: int, state: int, bucket: int, slack: float,
        out: np.ndarray) -> None:
     """Action values of one held state at boundary ``t`` into ``out``."""
-    every = np.empty((values.shape[1], 3))
-    _q_all(values, on, price, params, advance, t, bucket, slack, every)
+    states, buckets = values.shape[1], values.shape[2]
+    rows = np.empty((states, 2, buckets))
+    kind = np.empty(states, dtype=np.int64)
+    terminal = np.empty(states)
+    _sites(values, price, params, t, slack, rows, kind, terminal)
+    every = np.empty((states, 3))
+    _q_all(rows, kind, terminal, on, price, params, advance, t, bucket, np.empty(states), every)
     out[:] = every[state]
 
 
@@ -363,17 +405,22 @@ def _solve(slots: int, grid: int, states: int, on: np.ndarray, price: np.ndarray
             for b in range(buckets):
                 values[slots, s, b, i] = v
     q = np.empty((states, 3))
+    rows = np.empty((states, 2, buckets))
+    kind = np.empty(states, dtype=np.int64)
+    terminal = np.empty(states)
+    value = np.empty(states)
     for t in range(slots - 1, -1, -1):
-        for b in range(buckets):
-            for i in range(grid):
-                slack = offset + i * step
-                if params[0] - t - slack <= _TINY_WORK:
-                    # No state has this little work left (a job that finishes is done):
-                    # the cell holds the value of a job owing a sliver of work, which a slot
-                    # is billed in full to finish, so that interpolating towards it does not
-                    # make the last slot of work look free.
-                    slack = params[0] - t - _TINY_WORK
-                _q_all(values, on, price, params, advance, t, b, slack, q)
+        for i in range(grid):
+            slack = offset + i * step
+            if params[0] - t - slack <= _TINY_WORK:
+                # No state has this little work left (a job that finishes is done):
+                # the cell holds the value of a job owing a sliver of work, which a slot
+                # is billed in full to finish, so that interpolating towards it does not
+                # make the last slot of work look free.
+                slack = params[0] - t - _TINY_WORK
+            _sites(values, price, params, t, slack, rows, kind, terminal)
+            for b in range(buckets):
+                _q_all(rows, kind, terminal, on, price, params, advance, t, b, value, q)
                 for s in range(states):
                     best = min(q[s, 0], min(q[s, 1], q[s, 2]))
                     values[t, s, b, i] = best if best < np.inf else _fallback(

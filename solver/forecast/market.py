@@ -52,6 +52,7 @@ class MarketForecaster(Described):
         self.window = window
         self.levels = levels if levels is not None else CapacityLevels()
         self._errors = ErrorTracker(window)
+        self._ahead: MarketForecast | None = None  # the next ``window`` slots, once forecast
 
     @property
     def errors(self) -> ErrorTracker:
@@ -69,6 +70,7 @@ class MarketForecaster(Described):
                 "unobserved slot"
             )
         self._errors.observe(price, count)
+        self._ahead = None
         self.price.learn_one(price)
         self.availability.learn_one(count if math.isnan(count) else float(count > 0))
         self.levels.learn_one(count)
@@ -76,16 +78,20 @@ class MarketForecaster(Described):
         self._errors.record(ahead.price, ahead.availability)
 
     def forecast(self, horizon: int) -> MarketForecast:
-        """The next ``horizon`` slots."""
+        """The next ``horizon`` slots (those of the error-tracking window forecast once per
+        slot learned: the error tracker and the outlook read the same)."""
         horizon = check_horizon(horizon)
-        return MarketForecast(
-            self.price.forecast(horizon), self.availability.forecast(horizon)
-        )
+        if self._ahead is not None and len(self._ahead.price) == horizon:
+            return self._ahead
+        ahead = MarketForecast(self.price.forecast(horizon), self.availability.forecast(horizon))
+        if horizon == self.window:
+            self._ahead = ahead
+        return ahead
 
     def outlook(self, horizon: int) -> MarketOutlook:
         """The probabilistic forecast of the next ``horizon`` slots (:mod:`.outlook`)."""
         horizon = check_horizon(horizon)
-        point = self.price.forecast(horizon)
+        ahead = self.forecast(horizon)
         offsets = self._errors.price_quantile_offsets(QUANTILE_LEVELS)
         offsets = offsets[:, np.minimum(np.arange(horizon), self.window - 1)]
         model = self.availability
@@ -97,9 +103,9 @@ class MarketForecaster(Described):
             since = model.since
         levels = self.levels.snapshot()
         capacity = CapacityForecast(
-            np.nan_to_num(model.forecast(horizon), nan=0.0),
+            np.nan_to_num(ahead.availability, nan=0.0),
             levels.distribution(np.arange(since + 1, since + horizon + 1)))
         return MarketOutlook(
-            price=point[None, :] * np.exp(offsets), capacity=capacity, levels=levels,
+            price=ahead.price[None, :] * np.exp(offsets), capacity=capacity, levels=levels,
             hazards=hazards, run=run, price_error=self._errors.price_error,
             availability_error=self._errors.availability_error)

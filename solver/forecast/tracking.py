@@ -80,11 +80,15 @@ class ErrorTracker:
         self._next += 1
         price_known = not math.isnan(price)
         percent = price_known and price > 0
-        event = math.nan if math.isnan(availability) else float(availability > 0)
+        event_known = not math.isnan(availability)
+        event = float(availability > 0) if event_known else math.nan
+        window, size = self.window, self.residuals
+        residuals, residual_n = self._residuals, self._residual_n
+        calibration = self._calibration
         ape_sum, ape_n, brier_sum, brier_n = 0.0, 0, 0.0, 0
         for made, prices, probabilities in self._kept:
             k = slot - made - 1
-            if k >= self.window:
+            if k >= window:
                 continue
             forecast = prices[k]
             if price_known and not math.isnan(forecast):
@@ -92,9 +96,8 @@ class ErrorTracker:
                 self._abs[k] += error
                 self._abs_n[k] += 1
                 if percent and forecast > 0:
-                    self._residuals[k, self._residual_n[k] % self.residuals] = math.log(
-                        price / forecast)
-                    self._residual_n[k] += 1
+                    residuals[k, residual_n[k] % size] = math.log(price / forecast)
+                    residual_n[k] += 1
                 if percent:
                     ape = 100.0 * error / price
                     self._ape[k] += ape
@@ -102,15 +105,16 @@ class ErrorTracker:
                     ape_sum += ape
                     ape_n += 1
             probability = probabilities[k]
-            if not (math.isnan(event) or math.isnan(probability)):
+            if event_known and not math.isnan(probability):
                 brier = (probability - event) ** 2
                 self._brier[k] += brier
                 self._brier_n[k] += 1
                 clipped = min(max(probability, LOG_LOSS_FLOOR), 1.0 - LOG_LOSS_FLOOR)
                 self._log_loss[k] -= math.log(clipped if event else 1.0 - clipped)
-                cell = self._calibration[k, min(int(probability * CALIBRATION_BINS),
-                                                CALIBRATION_BINS - 1)]
-                cell += (probability, event, 1.0)
+                b = min(int(probability * CALIBRATION_BINS), CALIBRATION_BINS - 1)
+                calibration[k, b, 0] += probability
+                calibration[k, b, 1] += event
+                calibration[k, b, 2] += 1.0
                 brier_sum += brier
                 brier_n += 1
         if ape_n:

@@ -92,9 +92,11 @@ def play_plan(plan: EvaluationPlan, execution: Execution, keys: CellKeys | None,
 
 
 def _longest_first(cells: Sequence[Cell]) -> list[Cell]:
-    """Cells of whole cases first (the longest: they cannot wait for the end), then by
-    episode, so that each episode's forecasters are trained as its first cell goes out."""
-    return sorted(cells, key=lambda c: (c.episode is not None, c.episode or 0))
+    """Cells in window order, each window's forecasters trained (here) as its first cell goes
+    out; the cells of whole cases, the longest, right after the first window's, so that they
+    do not finish last and the workers have the first window's cells to play while the other
+    windows' forecasters are trained for them."""
+    return sorted(cells, key=lambda c: 0.5 if c.episode is None else c.episode)
 
 
 def _tasks(plan: EvaluationPlan, cells: Sequence[Cell]) -> Iterator[Task]:

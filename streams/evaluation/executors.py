@@ -155,7 +155,7 @@ class RayCluster:
         self._ray = ray
         self._started = not ray.is_initialized()
         if self._started:
-            ray.init(address=address, num_cpus=None if address else workers,
+            ray.init(address=address or "local", num_cpus=None if address else workers,
                      include_dashboard=False, log_to_driver=False, logging_level="warning",
                      runtime_env={"py_modules": [solver, streams]})
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))

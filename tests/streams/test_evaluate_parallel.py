@@ -3,6 +3,7 @@
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -52,14 +53,52 @@ def test_the_same_json_on_one_worker_and_two(trace, tmp_path):
                                      "cant-be-late 6h/8h/0.02h all windows policy-selection"}
 
 
+RAY_CASE = ["--policy", "greedy", "--policy", "risk-aware", "--policy", "policy-selection",
+            "--policy", "optimum"]
+
+
 @pytest.mark.slow
-def test_the_same_json_on_a_ray_instance(trace, tmp_path):
+def test_the_same_json_on_a_ray_instance_of_its_own(trace, tmp_path):
     pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[ray]')")
     local, ray = tmp_path / "local.json", tmp_path / "ray.json"
-    args = [*small_case(trace), "--policy", "greedy", "--policy", "risk-aware",
-            "--policy", "policy-selection", "--policy", "optimum"]
-    evaluate(args, local, "--workers", "1", "--no-cache")
-    output = evaluate(args, ray, "--executor", "ray", "--workers", "2", "--no-cache")
+    evaluate([*small_case(trace), *RAY_CASE], local, "--workers", "1", "--no-cache")
+    output = evaluate([*small_case(trace), *RAY_CASE], ray, "--executor", "ray", "--workers",
+                      "2", "--no-cache")
+    assert "to play on 2 workers (ray)" in output
+    assert local.read_bytes() == ray.read_bytes()
+
+
+@pytest.fixture
+def ray_head(monkeypatch):
+    """A Ray head on loopback (``ray start --head --block``, stopped with its processes)."""
+    pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[ray]')")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    head = subprocess.Popen(
+        [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
+         "--port", str(port), "--node-ip-address", "127.0.0.1", "--num-cpus", "2",
+         "--include-dashboard", "false", "--disable-usage-stats"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for line in head.stdout:
+            if "will now block" in line:
+                break
+        else:
+            pytest.fail("ray start --head ended before it was up")
+        yield f"127.0.0.1:{port}"
+    finally:
+        head.terminate()
+        head.wait(timeout=60)
+
+
+@pytest.mark.slow
+def test_the_same_json_on_a_ray_cluster_at_an_address(trace, tmp_path, ray_head):
+    local, ray = tmp_path / "local.json", tmp_path / "ray.json"
+    evaluate([*small_case(trace), *RAY_CASE], local, "--workers", "1", "--no-cache")
+    output = evaluate([*small_case(trace), *RAY_CASE], ray, "--executor", "ray", "--address",
+                      ray_head, "--no-cache")
     assert "to play on 2 workers (ray)" in output
     assert local.read_bytes() == ray.read_bytes()
 

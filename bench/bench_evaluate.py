@@ -56,7 +56,7 @@ def run(code: Path, args: list[str]) -> tuple[float, float, str]:
     """``spotsched`` from ``code``'s tree: wall-clock and CPU seconds, and its output."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "streams", *args], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "streams", *args], cwd=code,
                           env={**os.environ, "PYTHONPATH": str(code)}, capture_output=True,
                           text=True, check=False)
     wall = time.perf_counter() - start

@@ -15,9 +15,12 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.text import Text
 
 from solver.evaluation.cells import Cell
 
@@ -60,6 +63,16 @@ def _kind(cell: Cell) -> tuple[str, float | None]:
     return str(cell.spec), cell.noise
 
 
+class _TimeLeftColumn(ProgressColumn):
+    """The estimate made when the last cell finished, counting down since."""
+
+    def render(self, task: Task) -> Text:
+        left, at = task.fields["left"], task.fields["at"]
+        if left is None or task.elapsed is None:
+            return Text("eta ?")
+        return Text(f"eta {clock(max(0.0, left - (task.elapsed - at)))}")
+
+
 class CellProgress:
     """Shows the cells of ``cells`` finishing on ``console``: a live bar when it is a terminal,
     a plain line per cell otherwise."""
@@ -74,9 +87,8 @@ class CellProgress:
         if console.is_terminal:
             self._bar = Progress(
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), TextColumn("eta {task.fields[eta]}"),
-                console=console, transient=True)
-            self._task = self._bar.add_task("evaluating", total=self._total, eta="?")
+                TimeElapsedColumn(), _TimeLeftColumn(), console=console, transient=True)
+            self._task = self._bar.add_task("evaluating", total=self._total, left=None, at=0.0)
 
     def __enter__(self) -> CellProgress:
         if self._bar is not None:
@@ -93,10 +105,12 @@ class CellProgress:
         self._done += 1
         self._left.finished(cell, seconds)
         left = self._left.estimate()
-        eta = clock(left) if left is not None else "?"
         if self._bar is not None:
-            self._bar.update(self._task, advance=1, description=escape(cell.label), eta=eta)
+            elapsed = self._bar.tasks[0].elapsed or 0.0
+            self._bar.update(self._task, advance=1, description=escape(cell.label), left=left,
+                             at=elapsed)
         else:
+            eta = clock(left) if left is not None else "?"
             self._console.print(
                 f"[{self._done}/{self._total}] {cell.label} {seconds:.1f} s, eta {eta}",
                 markup=False, highlight=False, soft_wrap=True)

@@ -34,9 +34,10 @@ def test_a_plan_cuts_each_case_into_episodes_and_whole_cases_for_learners(cases)
     assert plan.episodes(cells[0]) == (cases[0].episodes[cells[0].episode],)
 
 
+@pytest.mark.slow
 def test_cells_merge_alike_whatever_order_they_are_played_in(cases):
-    plan = EvaluationPlan(tuple(cases), ("greedy", "prediction-free", "risk-aware",
-                                         "policy-selection", "optimum"), 0)
+    plan = EvaluationPlan(tuple(cases[1:]), ("greedy", "risk-aware", "policy-selection",
+                                             "optimum"), 0)
     cells = plan.cells()
     shuffled = cells[:]
     random.Random(3).shuffle(shuffled)

@@ -77,7 +77,12 @@ def play_plan(plan: EvaluationPlan, execution: Execution, keys: CellKeys | None,
         with CellProgress(console, todo, executor.workers, episodes) as progress:
             for done in executor.run(_tasks(plan, todo)):
                 if cache is not None and keys is not None:
-                    cache.put(keys(done.cell), done.result)
+                    try:
+                        cache.put(keys(done.cell), done.result)
+                    except OSError as exc:  # say so once, and play on without keeping
+                        console.print(f"cache: {exc}; cells are no longer kept",
+                                      highlight=False, soft_wrap=True)
+                        cache = None
                 results[done.cell] = done.result
                 busy += done.seconds
                 cpu += done.cpu_seconds

@@ -23,9 +23,10 @@ import numpy as np
 from solver.forecast.models import OutlookTape
 from solver.job import Job
 from solver.market import MarketData, build_market_data, tick_slots
-from solver.observation import JobView, Observation, Policy
+from solver.observation import JobView, Observation
 from solver.optimize import SolverLimits, build_program, solve_offline
 from solver.policies import make_policy
+from solver.policies.protocol import Policy
 from solver.simulator import tape
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs

@@ -20,7 +20,8 @@ from solver.forecast.models import MarketModels, Outlooks
 from solver.job import FINISH_TOLERANCE, Allocation, Job, JobResult
 from solver.market import SECONDS_PER_HOUR, Market
 from solver.migration import DEFAULT_MIGRATION, STAY, MigrationTable, Move, Place
-from solver.observation import Decision, JobView, Observation, Policy
+from solver.observation import Decision, JobView, Observation
+from solver.policies.protocol import Policy, SettlementObserver
 
 
 class PolicyError(ValueError):
@@ -415,9 +416,9 @@ class Engine:
                 state.finished = True
         self.history.append(price, availability)
         self.slot += 1
-        observe = getattr(self.policy, "observe_settled", None)
-        if observe is not None:
-            observe(np.asarray(price, dtype=float), np.asarray(availability, dtype=np.int64))
+        if isinstance(self.policy, SettlementObserver):
+            self.policy.observe_settled(np.asarray(price, dtype=float),
+                                        np.asarray(availability, dtype=np.int64))
         return usage
 
     def move(self, state: JobState, market: int) -> Move:

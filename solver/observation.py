@@ -1,10 +1,10 @@
-"""The policy interface: what a scheduler sees at a slot boundary and what it answers."""
+"""What a scheduler sees at a slot boundary and what it answers (the policy itself is
+:mod:`solver.policies.protocol`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
@@ -73,12 +73,3 @@ class Observation:
 Decision = Mapping[str, Allocation]
 """Allocations by job id for one slot; a job left out runs nothing."""
 
-
-class Policy(Protocol):
-    """A scheduler: called once per slot, in order, with that slot's observation. A policy
-    that learns from how slots turned out may also define ``observe_settled(price,
-    availability)``, which the engine calls with each slot's realised values once it closes."""
-
-    name: str
-
-    def decide(self, obs: Observation) -> Decision: ...

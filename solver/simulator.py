@@ -34,7 +34,7 @@ from solver.forecast.models import MarketModels, OutlookTape
 from solver.job import Allocation, Job, JobResult
 from solver.market import MarketData
 from solver.migration import DEFAULT_MIGRATION, MigrationTable
-from solver.observation import Policy
+from solver.policies.protocol import Policy
 from solver.timefmt import iso_utc
 
 

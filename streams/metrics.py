@@ -14,13 +14,15 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import get_args
 
+import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from solver.decision import SlotDecision
 from solver.job import Allocation, Job
-from solver.observation import Decision, JobView, Observation, Policy
+from solver.observation import Decision, JobView, Observation
+from solver.policies.protocol import Policy, SettlementObserver
 from streams.contract import (
     AvailabilityTick,
     EpochClosed,
@@ -126,8 +128,8 @@ def epoch_lag(watermark: float, boundary: float) -> float:
 
 
 class TimedPolicy:
-    """A policy whose every ``decide`` is observed by a histogram; its other hooks (e.g. what
-    policy selection learns from each settled slot) are the policy's own."""
+    """A policy whose every ``decide`` is observed by a histogram; what it learns from each
+    settled slot (e.g. policy selection) is the policy's own."""
 
     def __init__(self, policy: Policy, seconds: Histogram) -> None:
         self.policy = policy
@@ -138,10 +140,10 @@ class TimedPolicy:
         with self._seconds.time():
             return self.policy.decide(obs)
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "policy":  # not set yet (e.g. while unpickling)
-            raise AttributeError(name)
-        return getattr(self.policy, name)
+    def observe_settled(self, price: np.ndarray, availability: np.ndarray) -> None:
+        """Hands the settled slot to the policy when it learns from settled slots."""
+        if isinstance(self.policy, SettlementObserver):
+            self.policy.observe_settled(price, availability)
 
 
 def _gauge(registry: CollectorRegistry, name: str, doc: str, labels: Sequence[str] = ()

@@ -8,9 +8,9 @@ from dataclasses import asdict, dataclass, replace
 from solver.job import Job
 from solver.market import MarketData
 from solver.migration import DEFAULT_MIGRATION, MigrationTable
-from solver.observation import Policy
 from solver.policies import HINDSIGHT, PolicySpec, check_spec, make_policy
 from solver.policies.baselines import OnDemandOnly
+from solver.policies.protocol import Policy
 from solver.simulator import SimulationResult, simulate_partitioned, tape
 
 

@@ -26,7 +26,6 @@ from solver.evaluation.scenarios import Episode
 from solver.experts import RegretTrace
 from solver.job import Job, JobResult
 from solver.market import MarketData
-from solver.observation import Policy
 from solver.optimize.backends import SolverLimits
 from solver.policies import POLICIES, PolicySpec, check_spec, make_policy
 from solver.policies.forecast_error import ForecastErrorMonitor
@@ -36,6 +35,7 @@ from solver.policies.forecast_sources import (
     NoisyOracleForecast,
 )
 from solver.policies.optimum import Optimum
+from solver.policies.protocol import Policy
 from solver.policies.selection import FALLBACK, Selector
 from solver.policies.spec import format_pool
 from solver.simulator import simulate

@@ -11,12 +11,12 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from solver.observation import Policy
 from solver.policies.baselines import Greedy, OnDemandOnly, SpotOnly, UniformProgress
 from solver.policies.chc import CommittedHorizonControl
 from solver.policies.eager_failover import EagerFailover
 from solver.policies.optimum import Optimum
 from solver.policies.prediction_free import PredictionFree
+from solver.policies.protocol import Policy
 from solver.policies.risk_aware import RiskAware
 from solver.policies.selection import PolicySelection
 from solver.policies.spec import POLICY_NAMES, ParamValue, PolicySpec

@@ -44,7 +44,8 @@ from solver.engine import Engine
 from solver.experts import Exp3, Hedge, RegretTrace, Round
 from solver.job import Allocation, Job
 from solver.market import Market
-from solver.observation import Decision, JobView, Observation, Policy
+from solver.observation import Decision, JobView, Observation
+from solver.policies.protocol import Policy
 from solver.policies.spec import PolicySpec, parse_pool
 
 LEARNERS = {Hedge.name: Hedge, Exp3.name: Exp3}

@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from solver.market import Market
-from solver.observation import Policy
 from solver.policies import PolicySpec, make_policy
+from solver.policies.protocol import Policy
 from streams.contract import (
     Envelope,
     EpochClosed,

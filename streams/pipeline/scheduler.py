@@ -28,7 +28,7 @@ from solver.decision import Departure, SlotDecision
 from solver.engine import Engine
 from solver.job import Job
 from solver.market import Market
-from solver.observation import Policy
+from solver.policies.protocol import Policy
 from streams.contract import (
     EpochClosed,
     JobCancelled,

@@ -2,6 +2,7 @@
 later is checked too): answers within the model, the same seed gives the same plan, a policy
 pickled mid-run carries on exactly, and observations are not mutated."""
 
+import inspect
 import pickle
 from dataclasses import replace
 
@@ -11,8 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solver.policies import POLICIES, make_policy
+from solver.policies.protocol import Policy, SettlementObserver
 from solver.simulator import simulate
 from tests.properties import examples
+from tests.solver.helpers import HOUR, flat_data, job
 from tests.solver.test_chc import scenarios
 
 SMALL = {"chc": {"window_hours": 3.0}, "risk-aware": {"window_hours": 3.0}}
@@ -28,6 +31,7 @@ class Recorder:
         self.seen = []
         self.stop_after = stop_after
         self.snapshot = None
+        self.settled = []
 
     def decide(self, obs):
         before = (obs.price_now.copy(), obs.availability_now.copy(),
@@ -44,9 +48,9 @@ class Recorder:
         return answer
 
     def observe_settled(self, price, availability):
-        observe = getattr(self.policy, "observe_settled", None)
-        if observe is not None:
-            observe(price, availability)
+        self.settled.append((price.copy(), availability.copy()))
+        if isinstance(self.policy, SettlementObserver):
+            self.policy.observe_settled(price, availability)
 
 
 def policy_for(name, data, jobs):
@@ -76,6 +80,39 @@ def constrained(draw):
     return data, [replace(j, max_hourly_usd=draw(st.sampled_from([None, 1.0, 2.0, 4.0, 7.0])),
                           market_patterns=draw(st.sampled_from([None, ("*/us-east-1a/*",)])),
                           checkpoint_gb=draw(st.sampled_from([0.0, 50.0]))) for j in jobs]
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_every_policy_meets_the_protocol_under_its_name(name):
+    data = flat_data(np.array([[1.0, 1.5, 0.8]]), np.array([[2, 0, 3]]))
+    policy = policy_for(name, data, [job("j", workload=1.0, release=0.0, soft=3 * HOUR)])
+    assert isinstance(policy, Policy)
+    assert policy.name == name
+    if hasattr(type(policy), "observe_settled"):
+        assert isinstance(policy, SettlementObserver)
+        declared = inspect.signature(SettlementObserver.observe_settled).parameters
+        assert list(inspect.signature(type(policy).observe_settled).parameters) == list(declared)
+
+
+def test_the_protocols_refuse_what_lacks_their_methods():
+    class Nameless:
+        def decide(self, obs):
+            return {}
+
+    assert not isinstance(Nameless(), Policy)
+    assert not isinstance(Nameless(), SettlementObserver)
+
+
+@settings(max_examples=examples(6), deadline=None)
+@given(scenario=scenarios())
+def test_the_engine_hands_each_closed_slot_to_a_settlement_observer(scenario):
+    data, jobs = scenario
+    recorder = Recorder(make_policy("greedy"))
+    simulate(data, jobs, recorder)
+    assert len(recorder.settled) == len(recorder.seen)
+    for (obs, _), (price, availability) in zip(recorder.seen, recorder.settled, strict=True):
+        np.testing.assert_array_equal(price, data.price[:, obs.slot])
+        np.testing.assert_array_equal(availability, data.availability[:, obs.slot])
 
 
 @pytest.mark.parametrize("name", sorted(POLICIES))
@@ -123,6 +160,6 @@ def test_a_policy_pickled_mid_run_carries_on_exactly(name, scenario):
     restored = pickle.loads(whole.snapshot)
     # The restored policy, fed the rest of the run, answers as the uninterrupted one did.
     for obs, answer in whole.seen[2:]:
-        if hasattr(restored, "observe_settled"):
+        if isinstance(restored, SettlementObserver):
             restored.observe_settled(obs.price_history[:, -1], obs.availability_history[:, -1])
         assert dict(restored.decide(obs)) == answer

@@ -64,15 +64,15 @@ class JobState:
 
     def result(self) -> JobResult:
         job = self.job
-        done = self.completion is not None
-        value = 0.0 if self.cancelled else job.value_at(self.completion)
+        completion = self.completion
+        value = 0.0 if self.cancelled else job.value_at(completion)
         return JobResult(
             job_id=job.id,
             cost=self.cost,
             completion=self.completion,
             utility=value - self.cost,
-            soft_deadline_met=done and self.completion <= job.soft_deadline,
-            hard_deadline_met=done and self.completion <= job.hard_deadline,
+            soft_deadline_met=completion is not None and completion <= job.soft_deadline,
+            hard_deadline_met=completion is not None and completion <= job.hard_deadline,
             preemptions=self.preemptions,
             refusals=self.refusals,
             restarts=self.restarts,
@@ -402,7 +402,7 @@ class Engine:
             granted = _grant(state, request, capacity)
             move = self.move(state, granted.market) \
                 if granted is not None and granted != state.held else STAY
-            if _run_slot(state, granted, start, self.slot_seconds, move):
+            if _run_slot(state, granted, start, self.slot_seconds, move) and granted is not None:
                 state.checkpoint = self._places[granted.market]  # progress made: it is here now
             if granted is not None:
                 m = granted.market

@@ -53,8 +53,8 @@ class _ExponentialWeights:
     def probabilities(self) -> np.ndarray:
         """The current distribution over members."""
         scores = -self.rate() * self._losses
-        weights = np.exp(scores - scores.max())
-        return weights / weights.sum()
+        weights: np.ndarray = np.exp(scores - scores.max())
+        return weights / float(weights.sum())
 
     def draw(self, rng: np.random.Generator) -> Round:
         """Pick a member at random from :meth:`probabilities`."""
@@ -119,7 +119,7 @@ class Exp3(_ExponentialWeights):
         return 2.0 * math.sqrt(rounds * k * math.log(k))
 
 
-LEARNERS = {Hedge.name: Hedge, Exp3.name: Exp3}
+LEARNERS: dict[str, type[Hedge | Exp3]] = {Hedge.name: Hedge, Exp3.name: Exp3}
 
 
 class RegretTrace:

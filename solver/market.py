@@ -65,7 +65,8 @@ class Market:
             raise ValueError(
                 f"market key {key!r}: expected 'cloud/region/zone/instance_type'"
             )
-        return Market(*parts, on_demand_price=on_demand_price)
+        cloud, region, zone, instance_type = parts
+        return Market(cloud, region, zone, instance_type, on_demand_price)
 
 
 @dataclass(frozen=True)
@@ -243,8 +244,9 @@ def build_market_data(
     for row, market in enumerate(per_market):
         b_price[row] = [c.price_now for c in market[:n_slots]]
         b_avail[row] = [c.availability_now for c in market[:n_slots]]
-        price[row] = [c.price for c in market[1 : n_slots + 1]]
-        avail[row] = [c.availability for c in market[1 : n_slots + 1]]
+        closed = [_closed_values(c) for c in market[1 : n_slots + 1]]
+        price[row] = [p for p, _ in closed]
+        avail[row] = [a for _, a in closed]
     return MarketData(
         markets=tuple(t.market for t in ticks),
         origin=float(origin),
@@ -254,6 +256,14 @@ def build_market_data(
         boundary_price=b_price,
         boundary_availability=b_avail,
     )
+
+
+def _closed_values(close: SlotClose) -> tuple[float, int]:
+    """A closed slot's price and availability; a market's slots after its first are covered
+    from their start, so they have both."""
+    if close.price is None or close.availability is None:
+        raise ValueError(f"slot ending at {close.boundary!r}: expected ticks covering it")
+    return close.price, close.availability
 
 
 def _closes(series: MarketTicks, slot_seconds: float, anchor: float) -> list[SlotClose]:

@@ -171,8 +171,8 @@ def simulate_partitioned(
     return SimulationResult(
         policy=parts[0].policy,
         jobs=tuple(by_id[j.id] for j in jobs),
-        spot_used=sum(p.spot_used for p in parts),
-        on_demand_used=sum(p.on_demand_used for p in parts),
-        cost_per_slot=sum(p.cost_per_slot for p in parts),
+        spot_used=np.sum([p.spot_used for p in parts], axis=0),
+        on_demand_used=np.sum([p.on_demand_used for p in parts], axis=0),
+        cost_per_slot=np.sum([p.cost_per_slot for p in parts], axis=0),
         decisions=tuple(sorted((d for p in parts for d in p.decisions), key=lambda d: d[:2])),
     )

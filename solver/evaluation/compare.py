@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 
 from solver.job import Job
 from solver.market import MarketData
@@ -88,7 +89,7 @@ def compare_policies(
 
     outlooks = tape(data)
     results = [
-        replace(simulate_partitioned(data, jobs, lambda s=spec: build(s), partition_of,
+        replace(simulate_partitioned(data, jobs, partial(build, spec), partition_of,
                                      progress, outlooks, migration), policy=str(spec))
         for spec in specs
     ]

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 from river import base, linear_model, optim
 
 from solver.forecast.base import Described, check_horizon, check_price, unknown
+
+Features = dict[Hashable, Any]
+"""One slot's regressor inputs, as river takes them."""
 
 BASIS_POINTS = 1e4
 """Log-price changes are learned in basis points so that the regressors see values near 1."""
@@ -67,7 +71,7 @@ class LearnedDrift(Described):
         self._anchors = np.array(steps)
         self._regressors = [prototype.clone() for _ in steps]
         # (log price, features) of the last slots, newest last; (NaN, None) when unobserved.
-        self._history: deque[tuple[float, dict[str, float] | None]] = deque(maxlen=steps[-1])
+        self._history: deque[tuple[float, Features | None]] = deque(maxlen=steps[-1])
         self._log_price = math.nan
         self._since = 0
         self._slope = math.nan
@@ -111,7 +115,7 @@ class LearnedDrift(Described):
         return made.copy()
 
     def _drifted(self, horizon: int) -> np.ndarray:
-        features = {"slope": self._slope}
+        features: Features = {"slope": self._slope}
         drift = [regressor.predict_one(features) for regressor in self._regressors]
         ahead = np.arange(self._since + 1, self._since + horizon + 1)
         rate = np.interp(ahead, self._anchors, drift)

@@ -19,4 +19,5 @@ class HoltWintersPrice(RiverLogPrice):
     def __init__(self, alpha: float = 0.8, beta: float | None = 0.05) -> None:
         self.alpha = alpha
         self.beta = beta
-        super().__init__(time_series.HoltWinters(alpha=alpha, beta=beta), warmup=2)
+        model = time_series.HoltWinters(alpha=alpha, beta=beta)  # type: ignore[no-untyped-call]  # river's HoltWinters is not annotated
+        super().__init__(model, warmup=2)

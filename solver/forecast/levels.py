@@ -57,7 +57,7 @@ class LevelModel:
         observed, given capacity then."""
         weight = self.persistence ** np.asarray(steps, dtype=float)[:, None]
         base = self.shares / self.shares.sum() if self.shares.sum() > 0 else self.shares
-        out = (1.0 - weight) * base[None, :]
+        out: np.ndarray = (1.0 - weight) * base[None, :]
         if self.last > 0:
             out[:, min(self.last, len(base)) - 1] += weight[:, 0]
         elif self.shares.sum() == 0:

@@ -56,12 +56,14 @@ class CapacityForecast:
         """Probability of at least ``count`` instances in each slot."""
         if count <= 0:
             return np.ones(len(self.probability))
-        return self.probability * self.levels[:, count - 1:].sum(axis=1)
+        at_least: np.ndarray = self.probability * self.levels[:, count - 1:].sum(axis=1)
+        return at_least
 
     @property
     def mean(self) -> np.ndarray:
         levels = np.arange(1, self.levels.shape[1] + 1)
-        return self.probability * (self.levels @ levels)
+        mean: np.ndarray = self.probability * (self.levels @ levels)
+        return mean
 
     def quantile(self, level: float) -> np.ndarray:
         """The ``level`` quantile of the count in each slot (a whole number of instances)."""
@@ -69,7 +71,8 @@ class CapacityForecast:
                               (1.0 - self.probability)[:, None]
                               + self.probability[:, None] * np.cumsum(self.levels, axis=1)),
                              axis=1)
-        return np.argmax(cdf >= level - 1e-12, axis=1).astype(np.int64)
+        first: np.ndarray = np.argmax(cdf >= level - 1e-12, axis=1)
+        return first.astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,8 @@ class MarketOutlook:
 
     @property
     def price_median(self) -> np.ndarray:
-        return self.price[MEDIAN]
+        median: np.ndarray = self.price[MEDIAN]
+        return median
 
     def ahead(self, available_now: int, horizon: int) -> CapacityForecast:
         """Capacity in the ``horizon`` slots after the one starting now, given the count the

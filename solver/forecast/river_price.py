@@ -43,7 +43,8 @@ class RiverLogPrice(Described):
         if self._observed < self._warmup:
             return np.full(horizon, self._last)
         scaled = np.array(self._model.forecast(self._since + horizon)[self._since :])
-        return np.exp(self._unscale(scaled))
+        prices: np.ndarray = np.exp(self._unscale(scaled))
+        return prices
 
     def _scale(self, log_price: float) -> float:
         """What the model learns from a log price (itself by default)."""

@@ -125,7 +125,7 @@ class SemiMarkovAvailability(Described):
         exposure = self._exposure / self._weight
         ended = self._ended / self._weight
         overall = (ended.sum(axis=(1, 2)) + 0.5) / (exposure.sum(axis=(1, 2)) + 1.0)
-        by_age = np.empty(exposure.shape[:2])
+        by_age: np.ndarray = np.empty(exposure.shape[:2])
         for b in range(by_age.shape[1]):
             prior = overall if b == 0 else by_age[:, b - 1]
             by_age[:, b] = (ended[:, b].sum(axis=1) + self.age_prior * prior) / (

@@ -65,7 +65,8 @@ class _Configs:
 
     @property
     def count(self) -> np.ndarray:
-        return self.spot + self.on_demand
+        count: np.ndarray = self.spot + self.on_demand
+        return count
 
     def allocation(self, c: int) -> Allocation:
         return Allocation(int(self.market[c]), int(self.spot[c]), int(self.on_demand[c]))
@@ -184,7 +185,7 @@ class _Group:
 def solve_decomposed(obs: Observation, window: MarketData) -> dict[str, list[Allocation | None]]:
     """Per-job plans over ``window`` (forecast market data starting at the boundary of
     ``obs.slot``) for the active jobs of ``obs``: one entry per window slot."""
-    groups: dict[tuple, list[JobView]] = {}
+    groups: dict[tuple[object, ...], list[JobView]] = {}
     for view in obs.jobs:
         job = view.job
         key = (job.n_min, job.n_max, job.allow_spot, job.allowed_markets, job.restart_overhead)
@@ -211,7 +212,7 @@ def solve_decomposed(obs: Observation, window: MarketData) -> dict[str, list[All
 
 
 def _displaced(
-    built: Sequence[_Group], plans: list[np.ndarray], order: list[tuple],
+    built: Sequence[_Group], plans: list[np.ndarray], order: list[tuple[float, str, int, int]],
     availability: np.ndarray,
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Jobs whose planned spot exceeds what the jobs before them leave, and the availability

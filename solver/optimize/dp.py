@@ -84,10 +84,11 @@ def _unit(slot_seconds: float, overheads: list[float]) -> Fraction | None:
     """The largest length dividing the slot and every overhead, or ``None`` when they share
     no unit of at least a millisecond."""
     lengths = [_fraction(x) for x in (slot_seconds, *overheads)]
-    if any(f is None for f in lengths):
+    exact = [f for f in lengths if f is not None]
+    if len(exact) < len(lengths):
         return None
-    unit = lengths[0]
-    for f in lengths[1:]:
+    unit = exact[0]
+    for f in exact[1:]:
         if f:
             unit = Fraction(math.gcd(unit.numerator * f.denominator,
                                      f.numerator * unit.denominator),
@@ -95,8 +96,16 @@ def _unit(slot_seconds: float, overheads: list[float]) -> Fraction | None:
     return unit
 
 
+def _exact(seconds: float) -> Fraction:
+    """``seconds`` as an exact fraction (:func:`_unit` found one for every length)."""
+    f = _fraction(seconds)
+    if f is None:
+        raise ValueError(f"{seconds!r} s: expected a length exact to the millisecond")
+    return f
+
+
 def _entry(slot_seconds: float, overhead: float, unit: Fraction) -> _Entry:
-    slot_f, over_f = _fraction(slot_seconds), _fraction(overhead)
+    slot_f, over_f = _exact(slot_seconds), _exact(overhead)
     phases = math.floor(over_f / slot_f) + 1
     lost = [min(max(over_f - i * slot_f, Fraction(0)), slot_f) for i in range(phases)]
     return _Entry(overhead, tuple(int((slot_f - x) / unit) for x in lost),
@@ -167,11 +176,12 @@ def _build(job: Job, data: MarketData, migration: MigrationTable) -> _Model | No
     for k in range(len(modes)):
         for o in sorted({entry_of(src, k) for src in idle}):
             runs.extend((k, o, p) for p in range(classes[o].phases))
-    index = {("idle", place): i for i, place in enumerate(idle)}
+    index: dict[tuple[str | int | float, ...], int] = {
+        ("idle", place): i for i, place in enumerate(idle)}
     index.update({("run", *r): len(idle) + i for i, r in enumerate(runs)})
     last = {(k, o): classes[o].phases - 1 for k, o, _ in runs}
     progressed = [(k, o) for k, o, p in runs if p == last[(k, o)]]
-    slot_units = int(Fraction(_fraction(data.slot_seconds)) / unit)
+    slot_units = int(_exact(data.slot_seconds) / unit)
 
     ways: list[tuple[int, int, int, float, float]] = []  # (to, from, units, lost, egress)
     for i, place in enumerate(idle):
@@ -338,9 +348,13 @@ def _value_at(t: float, soft: float, hard: float, value: float, at_hard: float,
 
 
 @njit(cache=True)
-def _forward(first_way, way_from, way_units, way_lost, way_egress, state_mode, rows, cost,
-             usable, lo, hi, need, unit, work_seconds, starts, soft, hard, value, at_hard,
-             miss_penalty, choices, offsets):  # pragma: no cover - compiled
+def _forward(first_way: np.ndarray, way_from: np.ndarray, way_units: np.ndarray,
+             way_lost: np.ndarray, way_egress: np.ndarray, state_mode: np.ndarray,
+             rows: np.ndarray, cost: np.ndarray, usable: np.ndarray, lo: np.ndarray,
+             hi: np.ndarray, need: float, unit: float, work_seconds: float, starts: np.ndarray,
+             soft: float, hard: float, value: float, at_hard: float, miss_penalty: float,
+             choices: np.ndarray, offsets: np.ndarray,
+             ) -> tuple[float, int, int, int]:  # pragma: no cover - compiled
     """Best utility, and the active slot, way and progress level of the completion reaching
     it (-1: never running is best); fills ``choices`` with the way into each stored state."""
     n_states = len(state_mode)

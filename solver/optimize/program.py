@@ -181,10 +181,10 @@ def build_program(
             if len(first_loss) > 1:
                 lp.row(first_loss, lower=0)
             pending = view.pending_overhead - (t - slots.start) * slot_s
-            held_y = run[t].get(view.current) if view.current is not None else None
-            if held_y is not None and pending > 0:
-                lp.row([(loss, 1), (held_y, -min(slot_s, pending) * rate[view.current])],
-                       lower=0)
+            current = view.current
+            held_y = run[t].get(current) if current is not None else None
+            if current is not None and held_y is not None and pending > 0:
+                lp.row([(loss, 1), (held_y, -min(slot_s, pending) * rate[current])], lower=0)
             # Work and completion.
             effective = min(slot_s, job.hard_deadline - start)
             w = lp.var(0, math.inf)

@@ -136,7 +136,7 @@ class Solution:
 
     @property
     def max_slack(self) -> float:
-        return self.offset + (self.values.shape[3] - 1) * self.step
+        return self.offset + (int(self.values.shape[3]) - 1) * self.step
 
     def action_values(self, t: int, mode: int, capacity: bool, bucket: int, slack: float,
                       owed: float = 0.0) -> np.ndarray:
@@ -213,7 +213,7 @@ def _params(job: SingleJob, step: float, offset: float) -> np.ndarray:
 @njit(cache=True, inline="always")
 def _position(params: np.ndarray, slack: float) -> float:
     """Where ``slack`` falls on the grid (below its first point: at it)."""
-    return max((slack - params[11]) / params[9], 0.0)
+    return max(float((slack - params[11]) / params[9]), 0.0)
 
 
 @njit(cache=True)
@@ -223,8 +223,8 @@ def _reward(params: np.ndarray, at: float) -> float:
     deadline, soft = params[0], params[1]
     at = min(at, deadline)
     if at <= soft or deadline <= soft:
-        return params[6]
-    return params[6] + (at - soft) / (deadline - soft) * (params[7] - params[6])
+        return float(params[6])
+    return float(params[6] + (at - soft) / (deadline - soft) * (params[7] - params[6]))
 
 
 @njit(cache=True, inline="always")
@@ -233,12 +233,12 @@ def _interp(values: np.ndarray, t: int, state: int, bucket: int, position: float
     ``position``."""
     last = values.shape[3] - 1
     if position >= last:
-        return values[t, state, bucket, last]
+        return float(values[t, state, bucket, last])
     i = int(position)
     f = position - i
     if f < _EPS:
-        return values[t, state, bucket, i]
-    return (1.0 - f) * values[t, state, bucket, i] + f * values[t, state, bucket, i + 1]
+        return float(values[t, state, bucket, i])
+    return float((1.0 - f) * values[t, state, bucket, i] + f * values[t, state, bucket, i + 1])
 
 
 _LEAD, _TERMINAL, _BARRED = 0, 1, 2
@@ -391,7 +391,8 @@ def _fallback(params: np.ndarray, t: int, state: int, slack: float) -> float:
     deadline, overhead = params[0], params[2]
     paid = 0.0 if state == 2 or state == 3 else overhead
     span = max(deadline - t - slack + paid, 0.0)
-    return params[3] * params[5] * params[4] * math.ceil(span - _EPS) - _reward(params, t + span)
+    return float(params[3] * params[5] * params[4] * math.ceil(span - _EPS)
+                 - _reward(params, t + span))
 
 
 @njit(cache=True)

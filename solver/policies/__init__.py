@@ -3,9 +3,12 @@
 The registry (and with it every policy) loads on first use, so that reading a spec or the
 recommended policy's name stays light."""
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from solver.policies.spec import POLICY_NAMES, RECOMMENDED, PolicySpec
+
+if TYPE_CHECKING:
+    from solver.policies.registry import HINDSIGHT, POLICIES, check_spec, make_policy
 
 __all__ = ["HINDSIGHT", "POLICIES", "POLICY_NAMES", "RECOMMENDED", "PolicySpec", "check_spec",
            "make_policy"]

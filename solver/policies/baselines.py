@@ -32,8 +32,8 @@ class OnDemandOnly:
         for view in obs.jobs:
             current = view.current
             deadline = view.job.target_deadline(obs.time, view.remaining)
-            keep = current is not None and current.spot == 0
-            if keep and _finishes(obs, view, current, deadline):
+            if (current is not None and current.spot == 0
+                    and _finishes(obs, view, current, deadline)):
                 out[view.id] = current
             else:
                 _put(out, view, on_demand(obs, view,

@@ -169,8 +169,9 @@ class DistributionForecast:
         return on, price
 
 
-def make_source(kind: ForecastKind, data: MarketData | None = None) -> ForecastSource:
-    """A source by kind; the oracle needs the realised market ``data``."""
+def make_source(kind: str, data: MarketData | None = None) -> ForecastSource:
+    """A source by kind (one of :data:`FORECAST_KINDS`, as a spec gives it); the oracle needs
+    the realised market ``data``."""
     if kind == "oracle":
         if data is None:
             raise ValueError("forecast='oracle': expected the realised market data")
@@ -199,7 +200,8 @@ def _loss_hazard(outlook: MarketOutlook, available_now: int, horizon: int) -> np
     ages = np.minimum(run.age + np.arange(horizon), AGE_EDGES[-1])
     buckets = np.searchsorted(AGE_EDGES, ages, side="right") - 1
     days = outlook.hazards.days(1, horizon)
-    return outlook.hazards.hazard[1, buckets, days]
+    hazard: np.ndarray = outlook.hazards.hazard[1, buckets, days]
+    return hazard
 
 
 def _state_free(on: np.ndarray) -> np.ndarray:

@@ -176,8 +176,8 @@ class SingleJobPrograms:
         pending = view.pending_overhead / obs.slot_seconds if held != IDLE else 0.0
         slack = _slack(obs, view) - (pending if held == ON_DEMAND else 0.0)
         available = int(obs.availability_now[market])
-        run = (obs.outlooks[market].run.at_boundary(available > 0).age
-               if obs.outlooks[market].run is not None else 1)
+        held_run = obs.outlooks[market].run
+        run = held_run.at_boundary(available > 0).age if held_run is not None else 1
         program = self._programs[view.id]
         q = program.solution.action_values(
             obs.slot - program.solved_at, held, int(left[market]) >= n, age_bucket(run), slack,

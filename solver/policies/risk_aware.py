@@ -62,7 +62,7 @@ class RiskAware:
     ) -> None:
         if source is None:
             source = (DistributionForecast(confidence) if forecast == "distribution"
-                      else make_source(forecast, data))  # type: ignore[arg-type]
+                      else make_source(forecast, data))
         self.forecast = source
         self.resolve_hours = resolve_hours
         self.window_hours = window_hours

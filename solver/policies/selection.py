@@ -41,14 +41,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from solver.engine import Engine
-from solver.experts import Exp3, Hedge, RegretTrace, Round
+from solver.experts import LEARNERS, Exp3, Hedge, RegretTrace, Round
 from solver.job import Allocation, Job
 from solver.market import Market
 from solver.observation import Decision, JobView, Observation
 from solver.policies.protocol import Policy
 from solver.policies.spec import PolicySpec, parse_pool
-
-LEARNERS = {Hedge.name: Hedge, Exp3.name: Exp3}
 
 DEFAULT_POOL = (
     PolicySpec("risk-aware"),
@@ -75,7 +73,8 @@ def on_demand_bill(job: Job, markets: Sequence[Market]) -> float:
 
 def round_losses(utilities: np.ndarray, bill: float, loss_scale: float) -> np.ndarray:
     """Every member's loss in ``[0, 1]`` for one job from their utilities (module doc)."""
-    return np.clip((utilities.max() - utilities) / (loss_scale * bill), 0.0, 1.0)
+    losses: np.ndarray = np.clip((utilities.max() - utilities) / (loss_scale * bill), 0.0, 1.0)
+    return losses
 
 
 def outlook_error(obs: Observation) -> float:
@@ -160,7 +159,8 @@ class Selector:
         """Each member's mean bill over the settled rounds (its shadow's jobs)."""
         if not self.settled:
             return np.full(len(self.pool), math.nan)
-        return np.mean([s.costs for s in self.settled], axis=0)
+        costs: np.ndarray = np.mean([s.costs for s in self.settled], axis=0)
+        return costs
 
 
 @dataclass(slots=True)

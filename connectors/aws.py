@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import boto3
@@ -258,7 +259,7 @@ class AwsConnector:
             by_region.setdefault(instance.region, []).append(instance.id)
         for region, ids in sorted(by_region.items()):
             _call("TerminateInstances",
-                  lambda r=region, i=ids: self._client(r).terminate_instances(InstanceIds=i))
+                  partial(self._client(region).terminate_instances, InstanceIds=ids))
         return sum(len(ids) for ids in by_region.values())
 
 

@@ -26,6 +26,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
 
@@ -135,9 +136,8 @@ class ConnectorRuntime:
                         await self._handle(message, stop)
                     except _Stopped:
                         return  # while retrying: applied again after a restart
-                    await retrying(
-                        lambda p=partition, m=message: consumer.commit({p: m.offset + 1}),
-                        self.settings, f"connector {self.connector.name} committing")
+                    await retrying(partial(consumer.commit, {partition: message.offset + 1}),
+                                   self.settings, f"connector {self.connector.name} committing")
 
     async def _handle(self, message: ConsumerRecord, stop: asyncio.Event) -> None:
         """Apply, skip or dead-letter one message."""

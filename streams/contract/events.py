@@ -22,7 +22,7 @@ import binascii
 import hashlib
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Final, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -73,7 +73,7 @@ from streams.contract.fields import (
 )
 from streams.contract.outlook import Outlook
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION: Final = 2
 """The schema version this code writes; it also reads version 1 (:mod:`streams.contract.v1`)."""
 DEAD_LETTER_RAW_BYTES = 1 << 19
 """Original bytes a dead letter keeps (its base64 stays under Kafka's default message size)."""

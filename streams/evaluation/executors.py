@@ -18,6 +18,7 @@ trace; a worker keeps nothing from one task to the next.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import resource
 import time
@@ -156,7 +157,7 @@ class RayCluster:
         self._started = not ray.is_initialized()
         if self._started:
             ray.init(address=address or "local", num_cpus=None if address else workers,
-                     include_dashboard=False, log_to_driver=False, logging_level="warning",
+                     include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
                      runtime_env={"py_modules": [solver, streams]})
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self._play = ray.remote(num_cpus=1, max_calls=tasks_per_worker)(_play_remote)

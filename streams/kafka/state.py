@@ -19,6 +19,7 @@ plus the margin.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
 import logging
 import time
@@ -59,7 +60,7 @@ class Manifest:
     taken: float
     at: int = -1
 
-    def to_wire(self) -> bytes:
+    def to_wire(self) -> builtins.bytes:  # the field ``bytes`` shadows the type here
         return json.dumps({"slot": self.slot, "offset": self.offset, "chunks": self.chunks,
                            "bytes": self.bytes, "taken": self.taken}).encode()
 

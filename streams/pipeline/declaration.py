@@ -44,7 +44,7 @@ from streams.pipeline.coordinator import EpochCoordinator
 from streams.pipeline.driver import Handling, dead_letter
 from streams.pipeline.market_stage import DEFAULT_MAX_FUTURE_SKEW_SECONDS, MarketStage
 from streams.pipeline.scheduler import PartitionScheduler
-from streams.pipeline.stage import Stage
+from streams.pipeline.stage import AnyStage
 from streams.settings import Settings, Topics
 
 FOREVER = -1
@@ -142,7 +142,7 @@ class StageSpec:
 
     name: str
     topic: str
-    make: Callable[[PipelineConfig], Stage]
+    make: Callable[[PipelineConfig], AnyStage]
     routes: tuple[Route, ...]
     snapshots: str
     depends_on: tuple[str, ...]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from solver.decision import SlotDecision
 from streams.contract import DeadLetter, Envelope, EventError, key_mismatch, parse_event
-from streams.pipeline.stage import Fault, Message, RejectedEvent, Rejection, Stage
+from streams.pipeline.stage import AnyStage, Fault, Message, RejectedEvent, Rejection
 
 
 @dataclass
@@ -31,7 +31,7 @@ class Handling:
 class Driver:
     """One stage, fed the messages of one partition in offset order."""
 
-    def __init__(self, stage: Stage) -> None:
+    def __init__(self, stage: AnyStage) -> None:
         self.stage = stage
 
     def process(self, message: Message) -> Handling:

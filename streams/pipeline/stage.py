@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from solver.decision import SlotDecision
 from streams.contract import Envelope
@@ -55,13 +55,22 @@ class Fault:
 StageOutput = Envelope | Rejection | Fault | SlotDecision
 
 
-class Stage(Protocol):
-    """A pipeline stage: the events it takes, and what it makes of each."""
+E = TypeVar("E", bound=Envelope)
+
+
+class Stage(Protocol[E]):
+    """A pipeline stage: the events it takes (``E``), and what it makes of each."""
 
     name: str
-    accepts: tuple[type[Envelope], ...]
 
-    def handle(self, event: Envelope, message: Message | None = None) -> list[StageOutput]: ...
+    @property
+    def accepts(self) -> tuple[type[E], ...]: ...
+
+    def handle(self, event: E, message: Message | None = None) -> list[StageOutput]: ...
+
+
+AnyStage = Stage[Any]
+"""A stage of whichever events: the driver hands it only those it accepts."""
 
 
 def rejection(message: Message | None, error: Exception) -> list[Rejection]:

@@ -130,7 +130,8 @@ def _mean_scores(scores: Mapping[str, SeriesScores]) -> SeriesScores:
         price_error=math.nan,
         availability_error=math.nan,
         availability_log_loss=mean_over_markets(scores, "availability_log_loss"),
-        calibration={h: sum(s.calibration[h] for s in scores.values()) for h in horizons},
+        calibration={h: np.sum([s.calibration[h] for s in scores.values()], axis=0)
+                     for h in horizons},
     )
 
 
@@ -222,7 +223,7 @@ def _plot_calibration(plt: Any, directory: Path, horizons: tuple[int, ...],
     for ax, h in zip(axes, horizons, strict=False):
         ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="calibrated")
         for name, by_market in scores.items():
-            counts = sum(s.calibration[h] for s in by_market.values())
+            counts = np.sum([s.calibration[h] for s in by_market.values()], axis=0)
             seen = counts[:, 2] > 0
             ax.plot(counts[seen, 0] / counts[seen, 2], counts[seen, 1] / counts[seen, 2],
                     marker="o", linewidth=2.5 if name == MODEL else 1.2, label=name)

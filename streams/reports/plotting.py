@@ -17,11 +17,11 @@ def bar_panel(ax, names: Sequence[str], values: Sequence[float], title: str,
     """Horizontal bars, each labelled with its value. A bar far off the others (one policy
     losing its deadline penalties, say) is clipped at the axis edge, hatched, with its true
     value printed, so the others' differences stay visible."""
-    values = np.asarray(values, dtype=float)
-    low, high = _axis(values)
-    shown = np.clip(values, low, high)
+    array = np.asarray(values, dtype=float)
+    low, high = _axis(array)
+    shown = np.clip(array, low, high)
     bars = ax.barh(list(names), shown, color=color)
-    for bar, value, drawn in zip(bars, values, shown, strict=True):
+    for bar, value, drawn in zip(bars, array, shown, strict=True):
         clipped = drawn != value
         if clipped:
             bar.set_hatch("//")

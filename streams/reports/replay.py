@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -86,7 +86,7 @@ def write_report(
     jobs: Sequence[Job],
     results: Sequence[SimulationResult],
     summaries: Sequence[PolicySummary],
-    inputs: dict[str, object],
+    inputs: Mapping[str, object],
 ) -> tuple[Path, Path]:
     """Write ``report.json`` (inputs, summaries, per-job results) and ``replay.png``."""
     directory.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any
@@ -68,7 +69,7 @@ def create_app(settings: Settings, registry: CollectorRegistry | None = None) ->
     config = PipelineConfig(catalogue, settings.slot_seconds, settings.policy_spec(),
                             settings.max_future_skew_seconds, timed=metrics.timed)
     state = KafkaState(settings)
-    app.service(_StateClients(state, beacon=app.beacon))
+    app.service(_StateClients(state, beacon=app.beacon))  # type: ignore[arg-type]  # faust annotates App.service for classes; it starts instances too
     runner = KafkaRunner(app, settings, config, state, metrics, (metrics, HandlingLog()))
     for spec in PIPELINE:
         runner.run(spec)
@@ -100,13 +101,13 @@ class KafkaRunner:
                 return [d for record in records
                         for d in await self.process(spec, stages, record_message(record))]
 
-            self.app.service(TickConsumer(self.settings, handle, stages,
-                                          beacon=self.app.beacon))
+            consumer = TickConsumer(self.settings, handle, stages, beacon=self.app.beacon)
+            self.app.service(consumer)  # type: ignore[arg-type]  # faust annotates App.service for classes; it starts instances too
             return
 
         async def agent(stream: faust.StreamT) -> None:
             async with _crash_on_error(self.app, spec.name):
-                async for batch in stream.take_events(BATCH, within=BATCH_WAIT_SECONDS):
+                async for batch in stream.take_events(BATCH, within=BATCH_WAIT_SECONDS):  # type: ignore[attr-defined]  # faust's StreamT omits take_events, which its Stream has
                     deliveries = []
                     for event in batch:
                         message = event_message(event)
@@ -219,11 +220,13 @@ def _credentials(settings: Settings) -> Any:
     if settings.security_protocol == "PLAINTEXT":
         return None
     options = settings.kafka_options()
+    context = options.get("ssl_context")
+    tls = context if isinstance(context, ssl.SSLContext) else None
     if settings.security_protocol.startswith("SASL"):
         return faust.SASLCredentials(
             username=settings.sasl_username,
             password=str(options["sasl_plain_password"]),
             mechanism=settings.sasl_mechanism,
-            ssl_context=options.get("ssl_context"),
+            ssl_context=tls,
         )
-    return faust.SSLCredentials(options["ssl_context"])
+    return faust.SSLCredentials(tls)

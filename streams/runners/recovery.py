@@ -45,7 +45,7 @@ from streams.metrics import RecoveryMetrics
 from streams.pipeline.declaration import PipelineConfig, StageSpec
 from streams.pipeline.driver import Driver, Handling
 from streams.pipeline.snapshot import SnapshotRefused, pickle_state, restore, seal
-from streams.pipeline.stage import Message, Stage
+from streams.pipeline.stage import AnyStage, Message
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ class PartitionStages:
         self.name = spec.name
         self.topic = getattr(settings.topics, spec.topic)
         self.snapshots = getattr(settings.topics, spec.snapshots)
-        self.make_stage: Callable[[], Stage] = lambda: spec.make(config)
+        self.make_stage: Callable[[], AnyStage] = lambda: spec.make(config)
         self.fingerprint = config.fingerprint(spec.depends_on)
         self.slot_seconds = config.slot_seconds
         self.cadence = RecoveryConfig.of(settings)

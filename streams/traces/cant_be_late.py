@@ -101,7 +101,8 @@ def load_cant_be_late(
             zone_region = region_of_zone(zone)
         except ValueError:
             raise TraceFormatError(path, None, "zone", zone, ZONE_EXPECTED) from None
-        region = _agree(path, "region", meta.region, zone_region, None)
+        _agree(path, "region", meta.region, zone_region, None)  # refuses a contradiction
+        region = zone_region
     folder = _FOLDER.fullmatch(Path(path).parent.name)
     cloud = cloud or meta.cloud or (folder["cloud"] if folder else cloud_of_zone(zone))
     if start is None:

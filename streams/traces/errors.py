@@ -30,9 +30,9 @@ class TraceFormatError(ValueError):
     ) -> None:
         self.file = os.fspath(file)
         self.where = where
-        self.field = field
+        self.field: str | None = field
         self.value = value
-        self.expected = expected
+        self.expected: str | None = expected
         shown = "is missing" if value is MISSING else f"= {value!r}"
         place = _place(self.file, where)
         super().__init__(f"{place}: field {field!r} {shown}: expected {expected}")
@@ -139,4 +139,5 @@ def json_type(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "boolean"
-    return {dict: "object", list: "array", str: "string"}.get(type(value), "number")
+    names: dict[type, str] = {dict: "object", list: "array", str: "string"}
+    return names.get(type(value), "number")

@@ -61,7 +61,7 @@ def load_plain_csv(
                                          "an on_demand_price column")
         else:
             on_demand = _one_on_demand(table, listed, rows, key)
-        market = Market(*parts, on_demand_price=on_demand)
+        market = Market.parse_key(key, on_demand)
         series.append(market_ticks(table, "timestamp", market, rows, times, prices, available))
     return series
 

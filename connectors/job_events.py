@@ -39,8 +39,9 @@ class JobEventsReader:
                 await asyncio.wait_for(self._changed.wait_for(lambda: job_id in self._jobs),
                                        self.wait_seconds)
             except TimeoutError:
-                if self._task.done() and self._task.exception() is not None:
-                    raise self._task.exception() from None  # type: ignore[misc]
+                failure = self._task.exception() if self._task.done() else None
+                if failure is not None:
+                    raise failure from None
                 raise TransientError(
                     f"job_id={job_id!r}: no job_submitted on {self.settings.topics.job_events} "
                     f"after {self.wait_seconds:g} s; expected the job's submission first"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from connectors.base import Applied, PermanentError, TransientError
+from connectors.base import Applied, Feedback, PermanentError, TransientError
 from connectors.simcloud import SimulatedCloud
 from connectors.store import Journal
 from solver.job import Job
@@ -117,5 +117,13 @@ def _applied_from(entry: dict) -> Applied:
     return Applied(launched=entry["launched"], terminated=entry["terminated"],
                    refused=entry["refused"], preempted=entry["preempted"],
                    details=tuple(entry["details"]),
-                   events=tuple(parse_event(e) for e in entry["events"]))  # type: ignore[misc]
+                   events=tuple(_feedback(e) for e in entry["events"]))
+
+
+def _feedback(raw: str) -> Feedback:
+    event = parse_event(raw)
+    if not isinstance(event, Feedback):
+        raise ValueError(f"journal event type={event.type!r}: expected feedback "
+                         "(availability_tick, job_progress or job_finished)")
+    return event
 

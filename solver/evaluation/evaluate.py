@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from solver.choices import one_of
 from solver.evaluation.scenarios import Episode
 from solver.experts import RegretTrace
 from solver.job import Job, JobResult
@@ -65,9 +66,7 @@ class EvaluationSettings:
     error_threshold: float = 0.15
 
     def __post_init__(self) -> None:
-        if self.forecast not in FORECAST_KINDS:
-            raise ValueError(
-                f"forecast={self.forecast!r}: expected one of {', '.join(FORECAST_KINDS)}")
+        one_of("forecast", self.forecast, FORECAST_KINDS)
 
 
 DEFAULT_SETTINGS = EvaluationSettings()

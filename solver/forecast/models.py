@@ -36,7 +36,8 @@ class Outlooks:
     def __getitem__(self, market: int) -> MarketOutlook:
         outlook = self._cache[market]
         if outlook is None:  # only when made lazily
-            outlook = self._cache[market] = self._make(market)  # type: ignore[misc]
+            assert self._make is not None, "outlooks are either given or made"
+            outlook = self._cache[market] = self._make(market)
         return outlook
 
     def ready(self) -> tuple[MarketOutlook, ...]:

@@ -108,10 +108,12 @@ def evaluate(
     cache."""
     from rich.console import Console
 
+    from solver.choices import one_of
     from solver.evaluation.evaluate import EvaluationSettings
     from solver.evaluation.resample import resample_availability
+    from solver.policies.forecast_sources import FORECAST_KINDS
     from streams.evaluation.cache import default_cache_dir
-    from streams.evaluation.runner import Execution
+    from streams.evaluation.runner import EXECUTORS, Execution
     from streams.reports.evaluation import run_evaluation
 
     if cache_dir is None and not no_cache:
@@ -120,7 +122,7 @@ def evaluate(
         if expected is not None:
             fail(ValueError(f"--cache-dir {cache_dir}: expected {expected}"))
     try:
-        execution = Execution(workers, executor, address,  # type: ignore[arg-type]
+        execution = Execution(workers, one_of("executor", executor, EXECUTORS), address,
                               None if no_cache else cache_dir)
     except ValueError as exc:
         fail(exc)
@@ -131,7 +133,7 @@ def evaluate(
         if resample is not None:
             ticks = resample_availability(ticks, resample)
             source += f", availability redrawn from its model (seed {resample})"
-        settings = EvaluationSettings(forecast=forecast)  # type: ignore[arg-type]
+        settings = EvaluationSettings(forecast=one_of("forecast", forecast, FORECAST_KINDS))
         tasks = _cant_be_late_spec(work_hours, deadline_hours, overhead_hours)
         multi = _multi_region_spec("multi-region" in scenarios, work_hours, deadline_hours,
                                    overhead_hours, checkpoint_gb, zone, window_index,

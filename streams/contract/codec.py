@@ -71,7 +71,7 @@ def parse_event(raw: bytes | str) -> Event:
             kind = header.type
             if header.schema_version == 1:
                 data = upgrade(data)
-        return EVENT_TYPES[kind].model_validate(data)  # type: ignore[return-value]
+        return EVENT_TYPES[kind].model_validate(data)
     except ValidationError as exc:
         raise EventError(describe_validation_error(exc)) from exc
     except UpgradeError as exc:

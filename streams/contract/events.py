@@ -600,7 +600,7 @@ def _clamped_time(time: datetime | float) -> datetime:
     return min(max(time, EARLIEST_TIME), LATEST_TIME)
 
 
-Event = Annotated[
+EventModel = (
     PriceTick
     | AvailabilityTick
     | JobSubmitted
@@ -611,12 +611,14 @@ Event = Annotated[
     | DeadLetter
     | MarketBoundary
     | PublishedForecast
-    | EpochClosed,
-    Field(discriminator="type"),
-]
+    | EpochClosed
+)
+"""The event classes."""
+
+Event = Annotated[EventModel, Field(discriminator="type")]
 """Any event; ``type`` selects the class."""
 
-EVENT_TYPES: dict[str, type[Envelope]] = {
+EVENT_TYPES: dict[str, type[EventModel]] = {
     cls.model_fields["type"].default: cls
     for cls in (
         PriceTick,

@@ -11,6 +11,7 @@ from typing import Literal
 
 from rich.console import Console
 
+from solver.choices import one_of
 from solver.evaluation.cells import Cell, CellResult, Evaluation, EvaluationPlan
 from streams.evaluation.cache import CellCache, CellKeys
 from streams.evaluation.executors import Executor, InProcess, ProcessPool, RayCluster, Task
@@ -34,9 +35,7 @@ class Execution:
     def __post_init__(self) -> None:
         if self.workers < 1:
             raise ValueError(f"workers={self.workers!r}: expected at least 1")
-        if self.executor not in EXECUTORS:
-            raise ValueError(f"executor={self.executor!r}: expected one of "
-                             f"{', '.join(EXECUTORS)}")
+        one_of("executor", self.executor, EXECUTORS)
         if self.address is not None and self.executor != "ray":
             raise ValueError(f"address={self.address!r}: expected only with the ray executor")
 

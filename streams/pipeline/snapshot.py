@@ -146,13 +146,13 @@ class _Pickler(pickle.Pickler):
 
     def persistent_id(self, obj: object) -> Any:
         kind = type(obj)
-        if kind is set or kind is frozenset:
+        if (kind is set or kind is frozenset) and isinstance(obj, set | frozenset):
             number = self._sets.get(id(obj))
             if number is not None:
                 return ("same-set", number)
             number = self._sets[id(obj)] = len(self._sets)
             self._kept.append(obj)  # its id stays its own while pickling
-            return (kind.__name__, number, _ordered(obj))  # type: ignore[arg-type]
+            return (kind.__name__, number, _ordered(obj))
         name = self._names.get(id(obj))
         return None if name is None else ("environment", name)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import Protocol, TypeGuard, TypeVar
 
 from solver.market import Market
 from solver.policies import PolicySpec
@@ -100,16 +100,23 @@ class MemoryPipeline:
 
     @property
     def decisions(self) -> list[ProvisioningDecision]:
-        return self.written[self.topics.decisions]  # type: ignore[return-value]
+        return self._written_as(self.topics.decisions, ProvisioningDecision)
 
     @property
     def forecasts(self) -> list[PublishedForecast]:
-        return self.written[self.topics.forecasts]  # type: ignore[return-value]
+        return self._written_as(self.topics.forecasts, PublishedForecast)
 
     @property
     def dead_letters(self) -> list[DeadLetter]:
         """The dead letters written so far (a consumer may clear the list)."""
-        return self.written[self.topics.dead_letters]  # type: ignore[return-value]
+        return self._written_as(self.topics.dead_letters, DeadLetter)
+
+    def _written_as(self, topic: str, kind: type[E]) -> list[E]:
+        """The list of events written to ``topic`` itself, each checked to be a ``kind``."""
+        written = self.written[topic]
+        if not _all_of(written, kind):
+            raise TypeError(f"topic {topic}: expected only {kind.__name__} events")
+        return written
 
 
 def run_in_memory(
@@ -134,3 +141,10 @@ def run_in_memory(
 
 def _spec(policy: PolicySpec | str) -> PolicySpec:
     return policy if isinstance(policy, PolicySpec) else PolicySpec.parse(policy)
+
+
+E = TypeVar("E", bound=Envelope)
+
+
+def _all_of(events: list[Envelope], kind: type[E]) -> TypeGuard[list[E]]:
+    return all(isinstance(event, kind) for event in events)

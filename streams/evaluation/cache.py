@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import os
 import pickle
 import platform
@@ -31,6 +32,8 @@ import numpy as np
 import solver
 from solver.evaluation.cells import Cell, CellResult, EvaluationPlan
 from solver.market import MarketData, MarketTicks
+
+log = logging.getLogger(__name__)
 
 LIBRARIES = ("numpy", "numba", "river", "ortools", "scipy")
 """The libraries whose versions are part of every key."""
@@ -132,13 +135,22 @@ class CellCache:
         return self.directory / key[:2] / f"{key}.pickle"
 
     def get(self, key: str) -> CellResult | None:
-        """The result kept under ``key``, or ``None`` (none, or unreadable)."""
+        """The result kept under ``key``, or ``None`` (none, or unreadable: logged)."""
+        path = self._path(key)
         try:
-            with self._path(key).open("rb") as file:
+            with path.open("rb") as file:
                 result = pickle.load(file)
-        except Exception:  # none yet, or damaged: played again
+        except FileNotFoundError:  # not played yet
             return None
-        return result if isinstance(result, CellResult) else None
+        except Exception as exc:  # damaged: played again
+            log.warning("cell cache entry %s cannot be read (%s: %s); its cell is played again",
+                        path, type(exc).__name__, exc)
+            return None
+        if not isinstance(result, CellResult):
+            log.warning("cell cache entry %s holds a %s, not a cell's result; its cell is "
+                        "played again", path, type(result).__name__)
+            return None
+        return result
 
     def put(self, key: str, result: CellResult) -> None:
         """Keep ``result`` under ``key``: written to a temporary file, then renamed."""

@@ -159,10 +159,11 @@ def float_column(table: CsvTable, name: str, *, strict: bool = False) -> np.ndar
     values = table.columns[name]
     try:
         parsed = np.asarray(values, dtype=float)
-        if np.all(np.isfinite(parsed) & ((parsed > 0) if strict else (parsed >= 0))):
-            return parsed
-    except ValueError:
-        pass  # the value-by-value parse below names the bad value
+    except ValueError:  # a value that is no number: the parse below names it
+        parsed = None
+    if parsed is not None and np.all(np.isfinite(parsed)
+                                     & ((parsed > 0) if strict else (parsed >= 0))):
+        return parsed
     return np.array(
         [number(v, table.path, table.where(i), name, strict=strict) for i, v in enumerate(values)]
     )
@@ -173,10 +174,10 @@ def count_column(table: CsvTable, name: str) -> np.ndarray:
     values = table.columns[name]
     try:
         parsed = np.asarray(values, dtype=np.int64)
-        if np.all(parsed >= 0):
-            return parsed
-    except (ValueError, OverflowError):
-        pass  # the value-by-value parse below names the bad value
+    except (ValueError, OverflowError):  # a value that is no count: the parse below names it
+        parsed = None
+    if parsed is not None and np.all(parsed >= 0):
+        return parsed
     return np.array(
         [count(v, table.path, table.where(i), name) for i, v in enumerate(values)], dtype=np.int64
     )

@@ -40,6 +40,8 @@ from streams.pipeline.stage import Fault, Message
 from streams.replay import ReplayEvent
 from streams.settings import Topics
 
+E = TypeVar("E", bound=Envelope)
+
 
 class Observer(Protocol):
     """Watches what each message made a stage do (e.g. :class:`streams.metrics.PipelineMetrics`)."""
@@ -141,9 +143,6 @@ def run_in_memory(
 
 def _spec(policy: PolicySpec | str) -> PolicySpec:
     return policy if isinstance(policy, PolicySpec) else PolicySpec.parse(policy)
-
-
-E = TypeVar("E", bound=Envelope)
 
 
 def _all_of(events: list[Envelope], kind: type[E]) -> TypeGuard[list[E]]:

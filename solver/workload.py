@@ -11,6 +11,16 @@ from solver.job import Job
 from solver.market import SECONDS_PER_HOUR, MarketData
 
 
+class SpanTooShort(ValueError):
+    """The market data is too short for a generated job."""
+
+    def __init__(self, span_hours: float, job_hours: float) -> None:
+        self.span_hours = span_hours
+        self.job_hours = job_hours
+        super().__init__(f"market data spans {span_hours:.1f} h, too short for a generated job "
+                         f"of {job_hours:.1f} h; expected longer market data")
+
+
 @dataclass(frozen=True, slots=True)
 class WorkloadSpec:
     """Shape of generated jobs.
@@ -66,10 +76,7 @@ def generate_jobs(data: MarketData, n_jobs: int, spec: WorkloadSpec = WorkloadSp
         total_h = window_h * (1.0 + spec.hard_extra)
         latest = end - total_h * SECONDS_PER_HOUR
         if latest <= start:
-            raise ValueError(
-                f"market data spans {(end - start) / SECONDS_PER_HOUR:.1f} h, too short for a job "
-                f"of {total_h:.1f} h; expected longer data or a smaller workload_range"
-            )
+            raise SpanTooShort((end - start) / SECONDS_PER_HOUR, total_h)
         release = float(rng.uniform(start, latest))
         value = spec.value_factor * od_price * n_max * run_h
         jobs.append(

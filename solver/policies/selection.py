@@ -145,7 +145,7 @@ class Selector:
     def index(self, member: PolicySpec) -> int:
         labels = [str(m) for m in self.pool]
         if str(member) not in labels:
-            raise ValueError(f"member {member}: expected one of the pool {labels}")
+            raise ValueError(f"expected a member of the pool {labels}")
         return labels.index(str(member))
 
     def learn(self, round_: Round, settlement: Settlement) -> None:
@@ -206,7 +206,6 @@ class PolicySelection:
             pool, learner, rate, seed, loss_scale)
         self.forecast_error = forecast_error
         self.error_threshold = error_threshold
-        self.fallback = self.selector.index(fallback)
         self._make = build
         self._member_context = member_context or {}
         for member in self.selector.pool:  # a member that cannot be built fails here
@@ -214,6 +213,10 @@ class PolicySelection:
                 build(member, **self._member_context)
             except ValueError as exc:
                 raise ValueError(f"pool member {member}: {exc}") from None
+        try:
+            self.fallback = self.selector.index(fallback)
+        except ValueError as exc:
+            raise ValueError(f"fallback={fallback}: {exc}") from None
         self._live: dict[int, Policy] = {}
         self._shadows: list[Engine] = []
         self._shadowed = -1

@@ -107,7 +107,8 @@ def replay(
     policy = policy or list(DEFAULT_POLICIES)
     ticks, source = market_ticks(trace or [], seed, synthetic_markets, days, on_demand_price,
                                  prices)
-    data, workload = _replay_inputs(ticks, slot_seconds, jobs, n_jobs, seed, fixed_count)
+    data, workload = _replay_inputs(ticks, slot_seconds, jobs, n_jobs, seed, fixed_count,
+                                    "--trace" if trace else f"--days {days:g}")
     if bootstrap_servers is not None:
         _publish_replay(bootstrap_servers, ticks, workload, speed, job_partitions)
         return
@@ -128,10 +129,12 @@ def replay(
 
 
 def _replay_inputs(ticks: list[MarketTicks], slot_seconds: float, jobs: Path | None,
-                   n_jobs: int, seed: int, fixed_count: bool) -> tuple[MarketData, list[Job]]:
-    """The market data and the workload of a replay: the --jobs file or generated jobs."""
+                   n_jobs: int, seed: int, fixed_count: bool, span_flag: str = "--trace",
+                   ) -> tuple[MarketData, list[Job]]:
+    """The market data and the workload of a replay: the --jobs file or generated jobs; market
+    data too short for them is blamed on ``span_flag``, the flag that sets its length."""
     from solver.market import build_market_data
-    from solver.workload import WorkloadSpec, generate_jobs
+    from solver.workload import SpanTooShort, WorkloadSpec, generate_jobs
     from streams.traces.jobs_file import load_jobs
 
     try:
@@ -140,6 +143,10 @@ def _replay_inputs(ticks: list[MarketTicks], slot_seconds: float, jobs: Path | N
             return data, load_jobs(jobs)
         shape = WorkloadSpec(seed=seed, n_min_share=1.0) if fixed_count else WorkloadSpec(seed=seed)
         return data, generate_jobs(data, n_jobs, shape)
+    except SpanTooShort as exc:
+        fail(ValueError(f"{span_flag}: the market spans {exc.span_hours:.1f} h, too short for "
+                        f"a generated job of {exc.job_hours:.1f} h; expected a longer market "
+                        "or a workload file (--jobs)"))
     except ValueError as exc:
         fail(exc)
 

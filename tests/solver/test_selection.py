@@ -200,7 +200,7 @@ def test_members_asking_for_the_same_spot_are_spread_over_markets_with_room():
         (lambda: Selector(POOL + POOL[:1]), "duplicate members"),
         (lambda: Selector(POOL, learner="ucb"), "learner='ucb'"),
         (lambda: Selector(POOL, loss_scale=0.0), "loss_scale=0.0"),
-        (lambda: selection(fallback="chc"), "member chc: expected one of"),
+        (lambda: selection(fallback="chc"), "fallback=chc: expected a member of the pool"),
         (lambda: make_policy("policy-selection:rate=0"), "rate scale=0.0"),
         (lambda: make_policy("policy-selection", error_threshold=float("nan")),
          "error_threshold=nan"),
@@ -256,3 +256,8 @@ def test_the_learning_state_of_a_spec_is_what_the_policy_itself_builds():
 def test_a_bad_pool_member_is_named_in_the_error(pool, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         check_spec(f"policy-selection:pool={pool},fallback=greedy")
+
+
+def test_a_bad_pool_member_is_named_before_a_fallback_outside_the_pool():
+    with pytest.raises(ValueError, match=re.escape("pool member foo: policy='foo'")):
+        check_spec("policy-selection:pool=risk-aware+foo")

@@ -121,7 +121,7 @@ def test_replay_with_a_workload_file(tmp_path, plain_csv):
     [
         (["--policy", "magic"], "policy='magic': expected one of on-demand"),
         (["--policy", "chc:window=3"], "policy chc: parameter 'window': expected one of"),
-        (["--days", "2"], "too short for a job"),
+        (["--days", "2"], "--days 2: the market spans 48.0 h, too short for a generated job"),
     ],
 )
 def test_replay_rejects_bad_input_clearly(args, message):

@@ -191,7 +191,7 @@ class Settings(BaseSettings):
         """The markets the scheduler plans over, in the catalogue file's order."""
         if self.markets_file is None:
             raise ValueError(
-                "markets_file: expected a JSON catalogue {market key: on-demand USD/h}; write "
+                f"{CATALOGUE}: expected a JSON catalogue {{market key: on-demand USD/h}}; write "
                 "one with 'spotsched markets --trace PATH > markets.json'"
             )
         return read_catalogue(self.markets_file)
@@ -234,28 +234,33 @@ def _describe(error: Any) -> str:
     return f"{name} = {shown!r}: {message}"
 
 
+CATALOGUE = "--markets-file (SPOTSCHED_MARKETS_FILE)"
+"""How errors name the market catalogue: as the flag and the variable that give it."""
+
+
 def read_catalogue(path: Path) -> tuple[Market, ...]:
     """Read ``{market key: on-demand price}``; errors name the file, the key and the value."""
     try:
         document = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise ValueError(
-            f"markets_file={str(path)!r}: expected a readable JSON file ({exc})") from exc
+            f"{CATALOGUE} {path}: expected a readable JSON file ({exc})") from exc
     if not isinstance(document, dict) or not document:
         raise ValueError(
-            f"markets_file={str(path)!r}: expected a non-empty JSON object of market key to "
+            f"{CATALOGUE} {path}: expected a non-empty JSON object of market key to "
             "on-demand USD/h"
         )
     markets = []
     for key, price in document.items():
         if not isinstance(price, int | float) or isinstance(price, bool):
             raise ValueError(
-                f"{path}: market {key!r} on-demand price={price!r}: expected a number"
+                f"{CATALOGUE} {path}: market {key!r} on-demand price={price!r}: expected a "
+                "number"
             )
         try:
             markets.append(Market.parse_key(key, float(price)))
         except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from None
+            raise ValueError(f"{CATALOGUE} {path}: {exc}") from None
     return tuple(markets)
 
 

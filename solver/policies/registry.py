@@ -20,6 +20,7 @@ from solver.policies.protocol import Policy
 from solver.policies.risk_aware import RiskAware
 from solver.policies.selection import PolicySelection
 from solver.policies.spec import POLICY_NAMES, ParamValue, PolicySpec
+from solver.suggest import did_you_mean
 
 POLICIES: dict[str, Callable[..., Policy]] = {
     cls.name: cls
@@ -61,7 +62,8 @@ def _typed_spec(spec: str | PolicySpec) -> PolicySpec:
         if key not in declared:
             expected = ", ".join(sorted(declared)) or "none"
             raise ValueError(
-                f"policy {parsed.name}: parameter {key!r}: expected one of: {expected}")
+                f"policy {parsed.name}: parameter {key!r}: expected one of: {expected}"
+                f"{did_you_mean(key, declared)}")
         checked[key] = _typed(parsed.name, key, value, declared[key])
     return PolicySpec(parsed.name, tuple(checked.items()))
 
@@ -96,7 +98,8 @@ def _policy_class(name: str) -> Callable[..., Policy]:
     try:
         return POLICIES[name]
     except KeyError:
-        raise ValueError(f"policy={name!r}: expected one of {', '.join(POLICIES)}") from None
+        raise ValueError(f"policy={name!r}: expected one of {', '.join(POLICIES)}"
+                         f"{did_you_mean(name, POLICIES)}") from None
 
 
 def _typed(policy: str, key: str, value: ParamValue, kind: type) -> ParamValue:

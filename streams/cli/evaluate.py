@@ -21,11 +21,30 @@ from streams.cli.options import (
     available_cores,
     check_policies,
     non_negative,
+    one_of,
     positive_count,
     unwritable,
     writes_dir,
     writes_file,
 )
+
+
+def _scenarios() -> tuple[str, ...]:
+    from solver.evaluation.scenarios import SCENARIOS
+
+    return SCENARIOS
+
+
+def _forecast_kinds() -> tuple[str, ...]:
+    from solver.policies.forecast_sources import FORECAST_KINDS
+
+    return FORECAST_KINDS
+
+
+def _executors() -> tuple[str, ...]:
+    from streams.evaluation.runner import EXECUTORS
+
+    return EXECUTORS
 
 
 @app.command()
@@ -36,7 +55,7 @@ def evaluate(
         dir_okay=False)] = None,
     scenario: Annotated[list[str] | None, typer.Option(
         metavar="<name>", help="Scenario: cant-be-late, multi-region, fine-tune or scarce; "
-        "repeatable. Default: cant-be-late and fine-tune.")] = None,
+        "repeatable. Default: cant-be-late and fine-tune.", callback=one_of(_scenarios))] = None,
     policy: Annotated[list[str] | None, typer.Option(
         metavar="<spec>", help="Policy NAME[:key=value,...] to evaluate; repeat for more. "
         "Default: every registered one but the scenario's slow ones (docs/evaluation.md).",
@@ -48,7 +67,7 @@ def evaluate(
     forecast: Annotated[str, typer.Option(
         help="What planners plan on unless their spec says: distribution (the learned "
         "distributions), point (the learned forecasts read as certain) or oracle (the "
-        "realised market).")] = "distribution",
+        "realised market).", callback=one_of(_forecast_kinds))] = "distribution",
     work_hours: Annotated[float | None, typer.Option(
         help="cant-be-late: hours of work of each job (with --deadline-hours; default: the "
         "48 h/52 h, 48 h/60 h and 12 h/16 h tasks); multi-region: default the deadline / "
@@ -91,7 +110,7 @@ def evaluate(
         "the cores this process may use.", callback=positive_count)] = available_cores(),
     executor: Annotated[str, typer.Option(
         metavar="<kind>", help="Where cells are played: local (--workers processes) or ray (a "
-        "Ray cluster; needs the ray extra).")] = "local",
+        "Ray cluster; needs the ray extra).", callback=one_of(_executors))] = "local",
     address: Annotated[str | None, typer.Option(
         metavar="<host:port>", help="ray: the cluster's address. Default: a Ray instance of "
         "its own on this machine with --workers CPUs.")] = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -35,6 +35,26 @@ def at_least(low: Number, expected: str, high: Number | None = None) -> Callable
         for number in value if isinstance(value, list) else [value]:
             if number is not None and not (low <= number and (high is None or number <= high)):
                 raise flag_error(param, number, expected)
+        return value
+
+    return check
+
+
+def one_of(choices: Callable[[], Sequence[str]]) -> Callable[..., Any]:
+    """A check that a value (or each of a list of them) is one of ``choices()``, read only
+    when a value other than the default is given (so that the declaring module loads only
+    then)."""
+
+    def check(param: typer.CallbackParam, value: Any) -> Any:
+        if value is None or value == param.default:
+            return value
+        from solver.suggest import did_you_mean
+
+        allowed = choices()
+        for item in value if isinstance(value, list) else [value]:
+            if item not in allowed:
+                raise flag_error(param, item, f"one of {', '.join(allowed)}"
+                                 f"{did_you_mean(item, allowed)}")
         return value
 
     return check
@@ -157,8 +177,23 @@ def log_level(param: typer.CallbackParam, value: str) -> str:
 LogLevel = Annotated[str, typer.Option(
     metavar="<level>", help=f"Log level: {', '.join(LOG_LEVELS)}; logs go to standard error.",
     callback=log_level)]
+def check_on_demand_prices(values: list[str] | None) -> list[str] | None:
+    """The check of ``--on-demand-price``: each ``TYPE=USD`` with a positive price, whatever
+    market the command runs on."""
+    if not values:
+        return values
+    from streams.traces.price_table import parse_flag
+
+    for value in values:
+        try:
+            parse_flag(value)
+        except ValueError as exc:
+            raise FlagError(str(exc)) from None
+    return values
+
+
 OnDemandPrice = Annotated[list[str] | None, typer.Option(
-    "--on-demand-price", metavar="<type=usd>",
+    "--on-demand-price", metavar="<type=usd>", callback=check_on_demand_prices,
     help="On-demand price of an instance type in USD per hour; repeatable. Wins over --prices "
     "and the built-in table.")]
 MigrationTableFile = Annotated[Path | None, typer.Option(

@@ -61,6 +61,7 @@ def worker(
         metrics_port=metrics_port, metrics_host=metrics_host)
     broker_logging(log_level)
     try:
+        settings.catalogue()  # a bad catalogue is told before the broker is tried
         asyncio.run(ensure_topics(settings))
         registry = CollectorRegistry()
         faust_app = create_app(settings, registry)

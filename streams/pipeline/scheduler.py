@@ -132,7 +132,8 @@ class PartitionScheduler:
             if event.hard_deadline.timestamp() <= start:
                 raise RejectedEvent(
                     f"hard_deadline={event.hard_deadline.isoformat()}: expected a time after "
-                    f"{utc(start).isoformat()}, the first epoch at or after the submission")
+                    f"{utc(start).isoformat()}, the first epoch at or after the submission (a "
+                    "job due at or before it has no slot to run in)")
         elif submitted is None:
             raise RejectedEvent(f"job_id={event.job_id!r}: expected a submitted job")
         elif event.event_time < submitted.event_time:
@@ -149,7 +150,8 @@ class PartitionScheduler:
             if event.hard_deadline.timestamp() <= next_start:
                 raise RejectedEvent(
                     f"hard_deadline={event.hard_deadline.isoformat()}: expected a time after "
-                    f"{utc(next_start).isoformat()}; the submission arrived after its epoch "
+                    f"{utc(next_start).isoformat()}, the next epoch to decide (a job due at or "
+                    "before it has no slot left); the submission arrived after its epoch "
                     f"{utc(engine.slot_start).isoformat()} was decided")
 
     def _apply(self, event: JobEvent) -> None:
@@ -160,7 +162,8 @@ class PartitionScheduler:
                 if event.hard_deadline.timestamp() <= engine.slot_start:
                     raise RejectedEvent(
                         f"hard_deadline={event.hard_deadline.isoformat()}: expected a time "
-                        f"after {utc(engine.slot_start).isoformat()}, the first epoch")
+                        f"after {utc(engine.slot_start).isoformat()}, the first epoch (a job "
+                        "due at or before it has no slot to run in)")
                 engine.add_job(Job(**event.job_fields()))
             elif isinstance(event, JobCancelled):
                 engine.cancel_job(event.job_id)

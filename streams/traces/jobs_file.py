@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from solver.job import Job
+from solver.suggest import did_you_mean
 from streams.traces.errors import (
     MISSING,
     PathLike,
@@ -79,7 +80,10 @@ def _json_entries(path: PathLike) -> Iterator[tuple[str, dict[str, Any]]]:
             raise TraceFormatError(path, where, "job", json_type(entry), "an object")
         unknown = sorted(set(entry) - set(FIELDS))
         if unknown:
-            raise TraceFormatError(path, where, "fields", unknown, f"only {', '.join(FIELDS)}")
+            name = unknown[0]
+            raise TraceFormatError(path, where, name, entry[name],
+                                   f"a known job field{did_you_mean(name, FIELDS)}: "
+                                   f"{', '.join(FIELDS)}")
         _require(path, where, entry)
         yield where, entry
 

@@ -103,7 +103,8 @@ def test_unknown_markets_late_ticks_and_past_deadlines_are_rejected(market):
                 data.origin, SLOT) + 5:
             break
     late_job = jobs[0]
-    with pytest.raises(RejectedEvent, match=r"hard_deadline=.*expected a time after"):
+    with pytest.raises(RejectedEvent, match=r"hard_deadline=(.*): expected a time after \1, "
+                       r".*\(a job due at or before it has no slot"):
         scheduler.handle(submission(
             late_job.__class__(**{**_fields(late_job), "release": data.origin - 3600,
                                   "soft_deadline": data.origin, "hard_deadline": data.origin}),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,12 @@ def run_forecast_report(
                     factory(season, horizons[-1]), horizons,
                 )
                 bar.advance(task)
+    unpriced = unpriced_markets(markets)
+    if unpriced:
+        scores = {name: {key: _without_price(s) if key in unpriced else s
+                         for key, s in by_market.items()} for name, by_market in scores.items()}
+        console.print(f"no spot prices in {', '.join(unpriced)}: the price is the same in "
+                      "every slot, so price forecasts are not scored there", soft_wrap=True)
     report = _report(markets, horizons, scores, price_model, availability_model)
     title = f"{price_model} price, {availability_model} availability"
     for key in scores[MODEL]:
@@ -82,6 +89,19 @@ def run_forecast_report(
         for path in plot_report(plots_dir, markets, horizons, scores, factories[MODEL], title):
             console.print(f"wrote {path}", highlight=False, soft_wrap=True)
     return report
+
+
+def unpriced_markets(markets: MarketData) -> list[str]:
+    """The markets whose spot price never changes (a trace without prices, priced by a
+    constant): nothing to forecast."""
+    return [m.key for row, m in enumerate(markets.markets)
+            if np.allclose(markets.price[row], markets.price[row][0], rtol=1e-9, atol=0.0)]
+
+
+def _without_price(scores: SeriesScores) -> SeriesScores:
+    """``scores`` with the price errors unscored (``NaN``)."""
+    return replace(scores, price_mae={h: math.nan for h in scores.price_mae},
+                   price_mape={h: math.nan for h in scores.price_mape}, price_error=math.nan)
 
 
 def _report(
@@ -146,24 +166,27 @@ def _finite(value: Any) -> Any:
     return value
 
 
+SCORES = (("price_mape", "MAPE %"), ("availability_brier", "Brier"),
+          ("availability_log_loss", "log-loss"))
+"""The scores a table shows, in its order, with their labels."""
+
+
 def _table(title: str, scores: Mapping[str, SeriesScores]) -> Table:
-    first = next(iter(scores.values()))
-    horizons = list(first.price_mape)
+    """One row per score and horizon, one column per forecaster: as narrow as the
+    forecasters' names, however many horizons (price rows left out when nothing was priced)."""
     table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("forecaster", no_wrap=True)
-    for h in horizons:
-        table.add_column(f"MAPE%\nh{h}", justify="right", no_wrap=True, min_width=5)
-    for h in horizons:
-        table.add_column(f"Brier\nh{h}", justify="right", no_wrap=True, min_width=5)
-    for h in horizons:
-        table.add_column(f"log-loss\nh{h}", justify="right", no_wrap=True, min_width=5)
-    for name, s in scores.items():
-        table.add_row(
-            name,
-            *(_number(s.price_mape[h], 3) for h in horizons),
-            *(_number(s.availability_brier[h], 3) for h in horizons),
-            *(_number(s.availability_log_loss[h], 3) for h in horizons),
-        )
+    table.add_column("score", no_wrap=True)
+    table.add_column("slots ahead", justify="right", no_wrap=True)
+    for name in scores:
+        table.add_column(name, justify="right", no_wrap=True)
+    for field, label in SCORES:
+        by_horizon = [getattr(s, field) for s in scores.values()]
+        if all(math.isnan(v) for h in by_horizon for v in h.values()):
+            continue
+        for k, h in enumerate(by_horizon[0]):
+            table.add_row(label if k == 0 else "", str(h),
+                          *(_number(values[h], 3) for values in by_horizon),
+                          end_section=k == len(by_horizon[0]) - 1)
     return table
 
 
@@ -179,8 +202,9 @@ def plot_report(
     model_factory: MarketFactory,
     title: str,
 ) -> list[Path]:
-    """Write ``price_mape.png``, ``availability_brier.png`` and ``availability_log_loss.png``
-    (error against horizon, model and baselines, per market), ``calibration.png`` (forecast
+    """Write ``price_mape.png`` (unless no market has spot prices), ``availability_brier.png``
+    and ``availability_log_loss.png`` (error against horizon, model and baselines, per
+    market), ``calibration.png`` (forecast
     probability of capacity against how often there was capacity, over every market, per
     horizon) and ``forecast_example.png`` (the model's forecast from the slot
     ``max(horizons)`` before the end, against the truth)."""
@@ -192,9 +216,11 @@ def plot_report(
     directory.mkdir(parents=True, exist_ok=True)
     keys = list(scores[MODEL])
     written = []
-    for field, label in (("price_mape", "price MAPE (%)"),
-                         ("availability_brier", "availability Brier score"),
-                         ("availability_log_loss", "availability log-loss (nats)")):
+    unpriced = unpriced_markets(markets)
+    fields = [("price_mape", "price MAPE (%)")] if len(unpriced) < len(keys) else []
+    fields += [("availability_brier", "availability Brier score"),
+               ("availability_log_loss", "availability log-loss (nats)")]
+    for field, label in fields:
         fig, axes = _grid(plt, len(keys))
         for ax, key in zip(axes, keys, strict=False):
             for name, by_market in scores.items():
@@ -212,7 +238,8 @@ def plot_report(
     written.append(_plot_calibration(plt, directory, horizons, scores, title))
     if markets.n_slots > 1:
         written.append(
-            _plot_example(plt, directory, markets, horizons[-1], model_factory, title)
+            _plot_example(plt, directory, markets, horizons[-1], model_factory, title,
+                          set(unpriced))
         )
     return written
 
@@ -239,7 +266,7 @@ def _plot_calibration(plt: Any, directory: Path, horizons: tuple[int, ...],
 
 def _plot_example(
     plt: Any, directory: Path, markets: MarketData, horizon: int, model_factory: MarketFactory,
-    title: str,
+    title: str, unpriced: set[str],
 ) -> Path:
     season = slot_seasonality(markets.origin, markets.slot_seconds)
     slot = max(0, markets.n_slots - 1 - horizon)
@@ -258,8 +285,13 @@ def _plot_example(
         left, right = axes[row]
         left.plot(when(past), price[past], color="black", label="observed")
         left.plot(when(future), price[future], color="black", linestyle=":", label="truth")
-        left.plot(when(future), forecast.price, color="tab:blue", label="forecast")
-        left.set_title(f"{market.key}: spot price", fontsize=9)
+        if market.key in unpriced:  # a constant: nothing forecast, no scale of rounding errors
+            left.set_ylim(0, 2 * price[0] if price[0] > 0 else 1)
+            left.set_title(f"{market.key}: spot price (none in the trace: a constant)",
+                           fontsize=9)
+        else:
+            left.plot(when(future), forecast.price, color="tab:blue", label="forecast")
+            left.set_title(f"{market.key}: spot price", fontsize=9)
         left.set_ylabel("USD per instance-hour")
         right.step(when(future), (availability[future] > 0).astype(float), where="mid",
                    color="black", linestyle=":", label="capacity (truth)")

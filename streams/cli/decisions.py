@@ -24,19 +24,16 @@ def decisions(
     """Tail provisioning decisions as a table or JSON lines."""
     import asyncio
 
-    from rich.table import Table
-
-    from solver.market import SECONDS_PER_HOUR
-    from streams.contract import dump_event
+    from streams.contract import ProvisioningDecision, dump_event
     from streams.kafka.clients import read_decisions
     from streams.kafka.connect import BrokerError
+    from streams.reports.decisions import decisions_table
 
     settings = command_settings(bootstrap_servers=bootstrap_servers)
     broker_logging()
 
     async def tail() -> None:
-        table = Table("epoch", "slot start", "job", "market", "spot", "on-demand", "USD",
-                      "slack h", "policy", "reason")
+        rows: list[ProvisioningDecision] = []
         async for d in read_decisions(settings, group, idle_timeout=None if follow else 3.0):
             if json_lines:
                 typer.echo(dump_event(d).decode())
@@ -45,13 +42,9 @@ def decisions(
                               f"spot={d.spot} on-demand={d.on_demand} "
                               f"${d.expected_cost_usd:.2f} {d.reason}")
             else:
-                table.add_row(str(d.epoch), f"{d.slot_start:%Y-%m-%d %H:%M}", d.job_id,
-                              d.market, str(d.spot), str(d.on_demand),
-                              f"{d.expected_cost_usd:.2f}",
-                              f"{d.slack_seconds / SECONDS_PER_HOUR:.1f}",
-                              d.policy, d.reason)
+                rows.append(d)
         if not json_lines and not follow:
-            console.print(table)
+            console.print(decisions_table(rows, console))
 
     try:
         asyncio.run(tail())

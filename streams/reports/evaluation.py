@@ -26,6 +26,7 @@ from solver.policies import PolicySpec
 from streams.evaluation.cache import CellKeys, markets_digest
 from streams.evaluation.runner import Execution, play_plan
 from streams.reports.plotting import bar_panel, save_figure
+from streams.reports.tables import add_key_column, add_number_columns, report_table
 
 DEFAULT_TASKS = CantBeLateSpec()
 DEFAULT_MULTI_REGION = MultiRegionSpec()
@@ -90,12 +91,11 @@ def case_table(result: CaseResult, title: str) -> Table:
     members and regret."""
     optimum = result.policies.get("optimum")
     captions = [c for c in (_optimum_caption(result), _selection_caption(result)) if c]
-    table = Table(title=title, caption="\n".join(captions) or None)
+    table = report_table(title, "\n".join(captions) or None)
     moved = any(s.mean_egress_usd for s in result.policies.values())
-    columns = ["policy", "runs", "mean cost USD", "vs optimum", "mean utility", "restarts",
-               "hard miss", "soft miss"] + (["migrations", "egress USD"] if moved else [])
-    for column in columns:
-        table.add_column(column, justify="left" if column == "policy" else "right")
+    add_key_column(table, "policy")
+    add_number_columns(table, "runs", "mean cost USD", "vs optimum", "mean utility", "restarts",
+                       "hard miss", "soft miss", *(["migrations", "egress USD"] if moved else []))
     for name, s in result.policies.items():
         ratio = f"{s.mean_cost_usd / optimum.mean_cost_usd:.3f}" if optimum and \
             optimum.mean_cost_usd > 0 else "—"
@@ -130,10 +130,9 @@ def _selection_caption(result: CaseResult) -> str | None:
 
 def forecast_table(values: ForecastValues, case: str) -> Table:
     """Mean cost (and hard misses) of each planner on each forecast kind."""
-    table = Table(title=f"{case}: value of forecasts (mean cost USD, hard misses)")
-    table.add_column("planner")
-    for kind in KIND_LABELS.values():
-        table.add_column(kind, justify="right")
+    table = report_table(f"{case}: value of forecasts (mean cost USD, hard misses)")
+    add_key_column(table, "planner")
+    add_number_columns(table, *KIND_LABELS.values())
     for planner, by_kind in values.items():
         table.add_row(planner, *(f"{s.mean_cost_usd:,.2f} ({s.hard_deadline_misses})"
                                  for s in by_kind.values()))
@@ -143,9 +142,8 @@ def forecast_table(values: ForecastValues, case: str) -> Table:
 def sensitivity_table(points: Sequence[SensitivityPoint]) -> Table:
     """Mean utility per policy at each forecast error level."""
     names = list(points[0].mean_utility)
-    table = Table(title="fine-tune: CHC with noisy forecasts (mean utility)")
-    for column in ("forecast error", *names, "fallback share"):
-        table.add_column(column, justify="right")
+    table = report_table("fine-tune: CHC with noisy forecasts (mean utility)")
+    add_number_columns(table, "forecast error", *names, "fallback share")
     for p in points:
         table.add_row(f"{p.error:g}", *(f"{p.mean_utility[n]:,.2f}" for n in names),
                       f"{p.fallback_share:.0%}")

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rich import box
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
@@ -35,6 +34,7 @@ from solver.forecast import (
 from solver.forecast.evaluation import check_horizons, mean_over_markets
 from solver.market import MarketData
 from streams.reports.plotting import date_axis, legend_outside, save_figure
+from streams.reports.tables import add_key_column, add_number_columns, report_table
 
 MODEL = "model"
 """The name the configured model is reported under, beside the baselines' names."""
@@ -174,11 +174,9 @@ SCORES = (("price_mape", "MAPE %"), ("availability_brier", "Brier"),
 def _table(title: str, scores: Mapping[str, SeriesScores]) -> Table:
     """One row per score and horizon, one column per forecaster: as narrow as the
     forecasters' names, however many horizons (price rows left out when nothing was priced)."""
-    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("score", no_wrap=True)
-    table.add_column("slots ahead", justify="right", no_wrap=True)
-    for name in scores:
-        table.add_column(name, justify="right", no_wrap=True)
+    table = report_table(title)
+    add_key_column(table, "score")
+    add_number_columns(table, "slots ahead", *scores)
     for field, label in SCORES:
         by_horizon = [getattr(s, field) for s in scores.values()]
         if all(math.isnan(v) for h in by_horizon for v in h.values()):

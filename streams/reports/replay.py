@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 from matplotlib.ticker import MaxNLocator
+from rich.markup import escape
 from rich.table import Table
 
 from solver.evaluation.compare import PolicySummary
@@ -24,16 +26,16 @@ from streams.reports.plotting import (
     legend_outside,
     save_figure,
 )
+from streams.reports.tables import add_key_column, add_number_columns, report_table
 
 
 def summary_table(summaries: Sequence[PolicySummary], title: str) -> Table:
     """Totals per policy; migrations and egress (in the cost) once a move cost something."""
     moved = any(s.egress_usd for s in summaries)
-    table = Table(title=title)
-    columns = ["policy", "jobs", "utility", "cost USD", "vs on-demand", "soft miss",
-               "hard miss", "preempt"] + (["migrations", "egress USD"] if moved else [])
-    for column in columns:
-        table.add_column(column, justify="left" if column == "policy" else "right")
+    table = report_table(title)
+    add_key_column(table, "policy")
+    add_number_columns(table, "jobs", "utility", "cost USD", "vs on-demand", "soft miss",
+                       "hard miss", "preempt", *(["migrations", "egress USD"] if moved else []))
     for s in summaries:
         ratio = "-" if s.cost_vs_on_demand is None else f"{s.cost_vs_on_demand:.3f}"
         moves = [str(s.migrations), f"{s.egress_usd:,.2f}"] if moved else []
@@ -46,23 +48,31 @@ def summary_table(summaries: Sequence[PolicySummary], title: str) -> Table:
 
 
 def jobs_table(results: Sequence[SimulationResult]) -> Table:
-    """Every job's outcome under every policy: restarts, refusals, preemptions, cost, finish
-    time (UTC) and which deadline it met; migrations and egress (in the cost) once a move cost
-    something."""
+    """Every job's outcome under every policy, a section per policy: restarts, refusals,
+    preemptions, cost, finish time (UTC, to the minute) and which deadline it met (``soft``,
+    ``hard`` or ``no``); migrations and egress (in the cost) once a move cost something."""
     moved = any(r.total_egress_usd for r in results)
-    table = Table(title="jobs")
-    columns = ["job", "policy", "restarts", "refusals", "preemptions", "cost USD",
-               "finished (UTC)", "deadline met"] + (["migrations", "egress USD"] if moved else [])
-    for column in columns:
-        table.add_column(column, justify="right" if column not in ("job", "policy") else "left")
+    table = report_table("jobs per policy (finish in UTC)")
+    add_key_column(table, "policy / job")
+    add_number_columns(table, "restart", "refused", "preempt", "cost USD")
+    add_key_column(table, "finished")
+    table.add_column("met")
+    add_number_columns(table, *(["migrations", "egress USD"] if moved else []))
     for result in results:
-        for j in result.jobs:
-            finished = "-" if j.completion is None else iso_utc(round(j.completion))
+        table.add_row(f"[bold]{escape(result.policy)}[/bold]")
+        for k, j in enumerate(result.jobs):
+            finished = "-" if j.completion is None else _minute(j.completion)
             met = "soft" if j.soft_deadline_met else "hard" if j.hard_deadline_met else "no"
             moves = [str(j.migrations), f"{j.egress_usd:,.2f}"] if moved else []
-            table.add_row(j.job_id, result.policy, str(j.restarts), str(j.refusals),
-                          str(j.preemptions), f"{j.cost:,.2f}", finished, met, *moves)
+            table.add_row(f"  {escape(j.job_id)}", str(j.restarts), str(j.refusals),
+                          str(j.preemptions), f"{j.cost:,.2f}", finished, met, *moves,
+                          end_section=k == len(result.jobs) - 1)
     return table
+
+
+def _minute(seconds: float) -> str:
+    """A Unix time as ``YYYY-MM-DD HH:MM`` (UTC, rounded to the minute)."""
+    return datetime.fromtimestamp(round(seconds / 60) * 60, UTC).strftime("%Y-%m-%d %H:%M")
 
 
 def write_decisions(path: Path, data: MarketData, results: Sequence[SimulationResult]) -> Path:

@@ -111,8 +111,14 @@ def test_evaluate_multi_region_on_chosen_zones_and_windows(tmp_path):
      "--checkpoint-gb -5.0: expected a size >= 0 GB"),
     (["--scenario", "cant-be-late", "--windows", "200"],
      "windows=200 of 1145 slots: expected at most 148"),
-    (["--forecast", "psychic"], "forecast='psychic': expected one of distribution, point, "
+    (["--forecast", "psychic"], "--forecast psychic: expected one of distribution, point, "
                                 "oracle"),
+    (["--forecast", "orcale"], "--forecast orcale: expected one of distribution, point, "
+                               "oracle (did you mean 'oracle'?)"),
+    (["--scenario", "cantbelate"], "--scenario cantbelate: expected one of cant-be-late, "
+                                   "multi-region, fine-tune, scarce (did you mean "
+                                   "'cant-be-late'?)"),
+    (["--executor", "rey"], "--executor rey: expected one of local, ray (did you mean 'ray'?)"),
     (["--policy", "chc:window_hours=0"], "window_hours=0.0: expected a positive duration"),
     (["--overhead-hours", "5", "--scenario", "cant-be-late"],
      "work 48 h, deadline 52 h, restart overhead 5 h: expected"),

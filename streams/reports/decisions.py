@@ -1,0 +1,64 @@
+"""Present provisioning decisions as a table that reads at 80 columns and more."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.markup import escape
+
+from solver.market import SECONDS_PER_HOUR
+from streams.contract import ProvisioningDecision
+from streams.reports.tables import (
+    ReportTable,
+    add_key_column,
+    add_number_columns,
+    first_fitting,
+    report_table,
+)
+
+REASON_WIDTH = 30
+"""The room a wider layout leaves the reasons before a narrower one is chosen."""
+
+
+def decisions_table(decisions: Sequence[ProvisioningDecision], console: Console) -> ReportTable:
+    """One row per decision: slot start (UTC), job, market, instances, expected cost, slack and
+    why; the policy in the title when every decision has the same one. Market keys are whole
+    when the console is wide enough, else numbered with a legend under the table, and at the
+    narrowest the job goes under its slot start."""
+    policies = sorted({d.policy for d in decisions})
+    title = f"decisions of {policies[0]}" if len(policies) == 1 else "decisions"
+    markets = list(dict.fromkeys(d.market for d in decisions))
+    numbers = {key: f"m{k + 1}" for k, key in enumerate(markets)}
+    legend = "\n".join(f"{numbers[key]}: {key}" for key in markets) or None
+    roomy = min(max((len(d.reason) for d in decisions), default=0), REASON_WIDTH)
+    layouts = [
+        _layout(decisions, title, None, None, len(policies) > 1, False, roomy),
+        _layout(decisions, title, numbers, legend, len(policies) > 1, False, roomy),
+        _layout(decisions, title, numbers, legend, len(policies) > 1, True, None),
+    ]
+    return first_fitting(console, layouts)
+
+
+def _layout(decisions: Sequence[ProvisioningDecision], title: str,
+            numbers: dict[str, str] | None, legend: str | None, by_policy: bool,
+            job_under_time: bool, reason_width: int | None) -> ReportTable:
+    table = report_table(title + " (slot start in UTC)", legend)
+    if job_under_time:
+        add_key_column(table, "slot start\n  job")
+    else:
+        add_key_column(table, "slot start")
+        add_key_column(table, "job")
+    add_key_column(table, "market")
+    add_number_columns(table, "spot", "on-demand", "USD", "slack h")
+    if by_policy:
+        add_key_column(table, "policy")
+    table.add_column("reason", min_width=reason_width)
+    for d in decisions:
+        start, job = f"{d.slot_start:%Y-%m-%d %H:%M}", escape(d.job_id)
+        when = [f"{start}\n  {job}"] if job_under_time else [start, job]
+        market = numbers[d.market] if numbers else d.market
+        table.add_row(*when, escape(market), str(d.spot), str(d.on_demand),
+                      f"{d.expected_cost_usd:.2f}", f"{d.slack_seconds / SECONDS_PER_HOUR:.1f}",
+                      *([escape(d.policy)] if by_policy else []), escape(d.reason))
+    return table

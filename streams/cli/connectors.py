@@ -24,6 +24,7 @@ from streams.cli.options import (
     SyntheticDays,
     SyntheticMarkets,
     TracesOrSynthetic,
+    writes_dir,
 )
 
 
@@ -31,8 +32,8 @@ from streams.cli.options import (
 def connector(
     name: Annotated[str, typer.Argument(help="Connector to run: log, sim or aws.")],
     bootstrap_servers: Broker = None,
-    data_dir: Annotated[Path | None, typer.Option(
-        help="Directory of the connector's durable records.")] = None,
+    data_dir: Annotated[Path | None, writes_dir(
+        "Directory of the connector's durable records.")] = None,
     group: Annotated[str | None, typer.Option(
         help="Consumer group (default: APP_ID-connector-NAME).")] = None,
     metrics_port: MetricsPort = None,

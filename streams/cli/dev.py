@@ -16,6 +16,7 @@ import typer
 
 from streams.cli.app import app
 from streams.cli.errors import fail
+from streams.cli.options import writes_dir
 
 DEVKAFKA = Path(__file__).resolve().parents[2] / "deploy" / "kafka" / "devkafka.py"
 """The development broker's module in the checkout, if the package runs from one."""
@@ -42,8 +43,8 @@ def load_devkafka() -> ModuleType:
 @dev.command("kafka")
 def dev_kafka(
     port: Annotated[int, typer.Option(help="Client port.")] = 9092,
-    data_dir: Annotated[Path | None, typer.Option(
-        help="Keep the broker's data here (default: a temporary directory).")] = None,
+    data_dir: Annotated[Path | None, writes_dir(
+        "Keep the broker's data here (default: a temporary directory).")] = None,
 ) -> None:
     """Run a single-node Kafka (KRaft) on 127.0.0.1 until Ctrl-C."""
     try:

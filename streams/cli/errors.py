@@ -4,7 +4,8 @@ traceback."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import typer
@@ -24,6 +25,17 @@ def fail(error: Exception, code: int = 2) -> NoReturn:
     """Print a one-line error and exit."""
     say_error(str(error))
     raise typer.Exit(code) from error
+
+
+@contextmanager
+def writing() -> Iterator[None]:
+    """Where a command writes its files: a write that fails all the same (a disk filling up)
+    ends in one line naming the file, exit status 1."""
+    try:
+        yield
+    except OSError as exc:
+        where = f"{exc.filename}: cannot write" if exc.filename else "cannot write the output"
+        fail(ValueError(f"{where} ({exc.strerror or exc})"), 1)
 
 
 def wrote(*paths: object) -> None:

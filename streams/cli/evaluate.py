@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 from streams.cli.app import app
 from streams.cli.common import market_ticks
-from streams.cli.errors import console, fail
+from streams.cli.errors import console, fail, writing
 from streams.cli.options import (
     MigrationTableFile,
     OnDemandPrice,
@@ -157,9 +157,10 @@ def evaluate(
         multi = _multi_region_spec("multi-region" in scenarios, work_hours, deadline_hours,
                                    overhead_hours, checkpoint_gb, zone, window_index,
                                    transfer_time, migration_table)
-        run_evaluation(ticks, source, scenarios, policy, windows, seed, console, plots,
-                       json_file, settings, tasks, value_of_forecasts, multi, execution,
-                       Console(stderr=True))
+        with writing():
+            run_evaluation(ticks, source, scenarios, policy, windows, seed, console, plots,
+                           json_file, settings, tasks, value_of_forecasts, multi, execution,
+                           Console(stderr=True))
     except ValueError as exc:
         fail(exc)
 

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 from streams.cli.app import app
 from streams.cli.common import load_trace_files
-from streams.cli.errors import console, fail
+from streams.cli.errors import console, fail, writing
 from streams.cli.options import (
     OnDemandPrice,
     PricesFile,
@@ -52,10 +52,12 @@ def forecast_report(
     try:
         data = build_market_data(load_trace_files(trace, on_demand_price, prices), slot_seconds)
         horizons = _check_horizons(data, horizon or DEFAULT_HORIZONS)
-        run_forecast_report(data, horizons, json_file, plots, True,
-                            price_model=price_model or DEFAULT_PRICE_MODEL,
-                            availability_model=availability_model or DEFAULT_AVAILABILITY_MODEL,
-                            console=console)
+        with writing():
+            run_forecast_report(
+                data, horizons, json_file, plots, True,
+                price_model=price_model or DEFAULT_PRICE_MODEL,
+                availability_model=availability_model or DEFAULT_AVAILABILITY_MODEL,
+                console=console)
     except ValueError as exc:
         fail(exc)
 

@@ -94,7 +94,8 @@ def _output(param: typer.CallbackParam, path: Path | None, folder: Path) -> Path
     """``path`` once files can be written in ``folder``; a usage error otherwise."""
     expected = unwritable(folder)
     if expected is not None:
-        raise flag_error(param, path, expected)
+        raise flag_error(param, path, expected if folder == path else
+                         f"a file in {expected.replace(' (', f' ({folder}: ', 1)}")
     return path
 
 
@@ -117,7 +118,8 @@ def output_dir(param: typer.CallbackParam, path: Path | None) -> Path | None:
     if path is None:
         return None
     if path.exists() and not path.is_dir():
-        raise flag_error(param, path, "a folder, not a file")
+        raise flag_error(param, path, "a folder, not a file" if path.is_file() else
+                         "a folder, not a device or a pipe")
     return _output(param, path, path)
 
 

@@ -21,7 +21,7 @@ from streams.cli.common import (
     command_settings,
     market_ticks,
 )
-from streams.cli.errors import console, fail, wrote
+from streams.cli.errors import console, fail, writing, wrote
 from streams.cli.options import (
     MigrationTableFile,
     OnDemandPrice,
@@ -118,14 +118,15 @@ def replay(
                                 f"{data.slot_seconds:g} s"))
     if per_job:
         console.print(jobs_table(results))
-    if decisions is not None:
-        wrote(write_decisions(decisions, data, results))
-    if report is not None:
-        inputs = {"traces": [str(p) for p in trace or []], "jobs": str(jobs) if jobs else None,
-                  "n_jobs": len(workload), "fixed_count": fixed_count,
-                  "policies": list(policy), "seed": seed,
-                  "slot_seconds": slot_seconds}
-        wrote(*write_report(report, data, workload, results, summaries, inputs))
+    with writing():
+        if decisions is not None:
+            wrote(write_decisions(decisions, data, results))
+        if report is not None:
+            inputs = {"traces": [str(p) for p in trace or []],
+                      "jobs": str(jobs) if jobs else None, "n_jobs": len(workload),
+                      "fixed_count": fixed_count, "policies": list(policy), "seed": seed,
+                      "slot_seconds": slot_seconds}
+            wrote(*write_report(report, data, workload, results, summaries, inputs))
 
 
 def _replay_inputs(ticks: list[MarketTicks], slot_seconds: float, jobs: Path | None,

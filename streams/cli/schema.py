@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 from streams.cli.app import app
-from streams.cli.errors import wrote
+from streams.cli.errors import writing, wrote
 from streams.cli.options import writes_dir
 
 
@@ -17,4 +17,5 @@ def schema(
     """Write the JSON Schemas of every event on the wire."""
     from streams.contract.schema import write_schemas
 
-    wrote(*write_schemas(out))
+    with writing():
+        wrote(*write_schemas(out))

@@ -21,6 +21,7 @@ from streams.cli.options import (
     MetricsPort,
     SlotSecondsSetting,
     positive_count,
+    writes_dir,
 )
 
 
@@ -37,7 +38,7 @@ def worker(
         callback=positive_count)] = None,
     market_partitions: MarketPartitions = None,
     app_id: Annotated[str | None, typer.Option(help="Consumer group / app id.")] = None,
-    data_dir: Annotated[Path | None, typer.Option(help="Local state directory.")] = None,
+    data_dir: Annotated[Path | None, writes_dir("Local state directory.")] = None,
     metrics_port: MetricsPort = None,
     metrics_host: MetricsHost = None,
     log_level: LogLevel = DEFAULT_LOG_LEVEL,

@@ -1,8 +1,10 @@
 """Every user mistake on the command line ends in one line naming the flag, before any work."""
 
 import json
+from pathlib import Path
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from streams.cli import app
@@ -23,8 +25,25 @@ def places(tmp_path_factory) -> dict[str, str]:
     job = {"id": "early", "workload": 2, "release": "2025-01-05T00:00:00Z",
            "soft_deadline": "2025-01-07T00:00:00Z", "hard_deadline": "2025-01-07T06:00:00Z"}
     (root / "early.json").write_text(json.dumps([job]))
+    typo = {**job, "release": "2025-01-06T00:00:00Z", "hard_dedline": job.pop("hard_deadline")}
+    (root / "typo.json").write_text(json.dumps([typo]))
     return {"file": str(root / "a-file"), "dir": str(root / "a-folder"),
-            "trace": str(root / "trace.csv"), "early": str(root / "early.json")}
+            "trace": str(root / "trace.csv"), "early": str(root / "early.json"),
+            "typo": str(root / "typo.json"), "ro": str(_read_only_folder(root))}
+
+
+def _read_only_folder(root: Path) -> Path:
+    """A folder no file can be created in: one without write permission, or for root (whom
+    permissions do not stop) ``/sys``, which refuses new files to everyone."""
+    folder = root / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        (folder / "probe").touch()
+    except OSError:
+        return folder
+    (folder / "probe").unlink()
+    return Path("/sys")
 
 
 CASES = [
@@ -40,7 +59,7 @@ CASES = [
     (["replay", "--nope"], "No such option: --nope"),
     (["replay", "--decisions", "{dir}"], "--decisions {dir}: expected a file name, not a folder"),
     (["replay", "--jobs", "{early}", "--decisions", "{file}/d.jsonl"],
-     "--decisions {file}/d.jsonl: expected a folder that exists or can be created"),
+     "--decisions {file}/d.jsonl: expected a file in a folder that exists or can be created"),
     (["replay", "--report", "{file}"], "--report {file}: expected a folder, not a file"),
     (["replay", "--jobs", "{early}"], "job 'early' release=2025-01-05T00:00:00Z: expected at "
      "or after the market data's first slot start 2025-01-06T00:00:00Z"),
@@ -49,7 +68,7 @@ CASES = [
     (["forecast-report", "--trace", "{trace}", "--horizon", "0"],
      "--horizon 0: expected a whole number >= 1"),
     (["forecast-report", "--trace", "{trace}", "--json", "{file}/r.json"],
-     "--json {file}/r.json: expected a folder that exists or can be created"),
+     "--json {file}/r.json: expected a file in a folder that exists or can be created"),
     (["forecast-report", "--trace", "{trace}", "--plots", "{file}"],
      "--plots {file}: expected a folder, not a file"),
     (["evaluate", "--seed", "-2"], "--seed -2: expected a non-negative integer"),
@@ -63,11 +82,54 @@ CASES = [
     (["worker", "--log-level", "loud"],
      "--log-level loud: expected one of DEBUG, INFO, WARNING, ERROR"),
     (["replay", "--per-job", "true"], "unexpected extra argument(s) (true)"),
+    (["replay", "--days", "1"], "--days 1: the market spans 24.0 h, too short for a generated "
+     "job"),
+    (["replay", "--on-demand-price", "X=abc"], "--on-demand-price 'X=abc': expected "
+     "TYPE=USD_PER_HOUR with a positive price"),
+    (["replay", "--policy", "policy-selection:pool=risk-aware+foo"],
+     "pool member foo: policy='foo': expected one of"),
+    (["replay", "--policy", "risk-awar"], "(did you mean 'risk-aware'?)"),
+    (["replay", "--jobs", "{typo}"], "field 'hard_dedline' = '2025-01-07T06:00:00Z': expected a "
+     "known job field (did you mean 'hard_deadline'?)"),
+    (["evaluate", "--scenario", "cantbelate"], "--scenario cantbelate: expected one of "
+     "cant-be-late, multi-region, fine-tune, scarce (did you mean 'cant-be-late'?)"),
+    (["worker", "--markets-file", "{trace}"], "--markets-file (SPOTSCHED_MARKETS_FILE) {trace}: "
+     "expected a readable JSON file"),
     (["connector", "sim", "--synthetic-markets", "0"],
      "--synthetic-markets 0: expected between 1 and 8"),
     (["feed", "aws", "--market-partitions", "0"],
      "--market-partitions 0: expected a whole number >= 1"),
 ]
+
+
+OUTPUTS = [("replay", "--decisions", "file"), ("replay", "--report", "dir"),
+           ("evaluate", "--json", "file"), ("evaluate", "--plots", "dir"),
+           ("evaluate", "--cache-dir", "dir"), ("forecast-report", "--json", "file"),
+           ("forecast-report", "--plots", "dir"), ("schema", "--out", "dir"),
+           ("worker", "--data-dir", "dir"), ("connector", "--data-dir", "dir"),
+           ("dev", "--data-dir", "dir")]
+"""Every option naming a file or a folder a command writes, and which of the two it is."""
+
+PREFIX = {"forecast-report": ["forecast-report", "--trace", "{trace}"],
+          "connector": ["connector", "log"], "dev": ["dev", "kafka"]}
+
+
+def _refused(command: str, flag: str, kind: str, place: str) -> tuple[list[str], str]:
+    """The command line writing to ``place`` and the start of its error."""
+    path = {"proc": "/proc/x" + (".json" if kind == "file" else ""), "full": "/dev/full",
+            "ro": "{ro}/out" + (".json" if kind == "file" else "")}[place]
+    expected = {
+        ("file", "proc"): "expected a file in a folder this user may write in (/proc:",
+        ("dir", "proc"): "expected a folder that exists or can be created",
+        ("file", "full"): "expected a regular file, not a device or a pipe",
+        ("dir", "full"): "expected a folder, not a device or a pipe",
+        ("file", "ro"): "expected a file in a folder this user may write in ({ro}:",
+        ("dir", "ro"): "expected a folder that exists or can be created"}[kind, place]
+    return [*PREFIX.get(command, [command]), flag, path], f"{flag} {path}: {expected}"
+
+
+CASES += [_refused(command, flag, kind, place) for command, flag, kind in OUTPUTS
+          for place in ("proc", "full", "ro")]
 
 
 @pytest.mark.parametrize(("args", "message"), CASES, ids=[" ".join(a) for a, _ in CASES])
@@ -79,6 +141,15 @@ def test_a_mistake_ends_in_one_line_naming_the_flag(args, message, places):
     assert lines[0].startswith("error: ")
     assert message.format(**places) in lines[0]
     assert "Traceback" not in result.output
+
+
+def test_a_write_that_fails_after_the_checks_ends_in_one_line(capsys):
+    from streams.cli.errors import writing
+
+    with pytest.raises(typer.Exit) as stopped, writing(), open("/dev/full", "w") as full:
+        full.write("a decision\n")
+    assert stopped.value.exit_code == 1
+    assert capsys.readouterr().out == "error: cannot write the output (No space left on device)\n"
 
 
 def test_output_folders_are_created_and_every_written_file_named(tmp_path, places):

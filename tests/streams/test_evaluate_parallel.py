@@ -163,7 +163,8 @@ def test_cells_are_kept_by_the_market_content_not_the_file_name(tmp_path):
 
 
 @pytest.mark.parametrize(("flag", "path", "expected"), [
-    ("--json", "/proc/x.json", "--json /proc/x.json: expected a folder this user may write in"),
+    ("--json", "/proc/x.json", "--json /proc/x.json: expected a file in a folder this user may "
+                               "write in"),
     ("--json", "/dev/full", "--json /dev/full: expected a regular file, not a device"),
     ("--plots", "/proc/plots", "--plots /proc/plots: expected a folder that exists or can be "
                                "created"),
@@ -184,7 +185,7 @@ def test_a_read_only_folder_is_refused(trace, tmp_path):
     folder.chmod(0o555)
     result = CliRunner().invoke(app, [*small_case(trace), "--json", str(folder / "x.json")])
     assert result.exit_code == 2
-    assert "expected a folder this user may write in" in result.output
+    assert "expected a file in a folder this user may write in" in result.output
 
 
 def test_the_ray_executor_alone_takes_an_address(trace):

@@ -47,14 +47,16 @@ def forecast_report(
     validation over the traces."""
     from solver.forecast import DEFAULT_AVAILABILITY_MODEL, DEFAULT_HORIZONS, DEFAULT_PRICE_MODEL
     from solver.market import build_market_data
-    from streams.reports.forecast import run_forecast_report
+    from streams.cli.progress import Steps
+    from streams.reports.forecast import forecast_steps, run_forecast_report
 
     try:
         data = build_market_data(load_trace_files(trace, on_demand_price, prices), slot_seconds)
         horizons = _check_horizons(data, horizon or DEFAULT_HORIZONS)
-        with writing():
+        with writing(), Steps("forecasting", forecast_steps(data), "forecasters × markets"
+                                 ) as steps:
             run_forecast_report(
-                data, horizons, json_file, plots, True,
+                data, horizons, json_file, plots, steps.advance,
                 price_model=price_model or DEFAULT_PRICE_MODEL,
                 availability_model=availability_model or DEFAULT_AVAILABILITY_MODEL,
                 console=console)

@@ -44,8 +44,7 @@ def _publish_replay(
 ) -> None:
     import asyncio
 
-    from rich.progress import Progress
-
+    from streams.cli.progress import Steps
     from streams.kafka.clients import publish_replay
     from streams.kafka.connect import BrokerError
     from streams.replay import trace_events
@@ -55,10 +54,9 @@ def _publish_replay(
                                 job_partitions=job_partitions)
     total = 2 * sum(len(t.times) for t in ticks) + len(jobs)
     try:
-        with Progress(console=console, transient=True) as bar:
-            task = bar.add_task("publishing", total=total)
+        with Steps("publishing", total, "events") as steps:
             sent = asyncio.run(publish_replay(settings, trace_events(ticks, jobs), speed,
-                                              lambda n: bar.advance(task, n)))
+                                              steps.advance))
     except (ValueError, BrokerError) as exc:
         fail(exc)
     console.print(f"published {sent} events ({len(jobs)} jobs) to {settings.bootstrap_servers}")
@@ -157,21 +155,19 @@ def _simulate(data: MarketData, workload: list[Job], policies: list[str],
               ) -> tuple[list[SimulationResult], list[PolicySummary]]:
     """Every policy over the workload in-process, with a progress bar; moves of checkpoints
     priced by the built-in migration table, or ``migration_table`` laid over it."""
-    from rich.progress import Progress
-
     from solver.evaluation.compare import compare_policies
     from solver.migration import DEFAULT_MIGRATION
+    from streams.cli.progress import Steps
     from streams.kafka.partitions import partition_for
     from streams.traces.migration_table import read_migration_table
 
     try:
         migration = DEFAULT_MIGRATION if migration_table is None \
             else read_migration_table(migration_table)
-        with Progress(console=console, transient=True) as bar:
-            groups = len({partition_for(j.id, job_partitions) for j in workload}) or 1
-            task = bar.add_task("replaying", total=data.n_slots * len(policies) * groups)
+        groups = len({partition_for(j.id, job_partitions) for j in workload}) or 1
+        with Steps("replaying", data.n_slots * len(policies) * groups, "slots") as steps:
             return compare_policies(
-                data, workload, policies, progress=lambda n: bar.advance(task, n),
+                data, workload, policies, progress=steps.advance,
                 partition_of=lambda job_id: partition_for(job_id, job_partitions),
                 migration=migration)
     except ValueError as exc:

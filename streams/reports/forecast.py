@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
 from solver.forecast import (
@@ -45,28 +44,28 @@ def run_forecast_report(
     horizons: Sequence[int] = DEFAULT_HORIZONS,
     json_path: Path | None = None,
     plots_dir: Path | None = None,
-    progress: bool = False,
+    progress: Callable[[int], None] | None = None,
     *,
     price_model: str = DEFAULT_PRICE_MODEL,
     availability_model: str = DEFAULT_AVAILABILITY_MODEL,
     console: Console | None = None,
 ) -> dict[str, Any]:
     """Evaluate the model and the baselines on every market, print the tables, write the JSON
-    report and plots when asked, and return the report."""
+    report and plots when asked, and return the report; ``progress`` is told of each of the
+    :func:`forecast_steps` done."""
     horizons = check_horizons(horizons)
     console = console or Console()
     factories = {MODEL: market_factory(price_model, availability_model), **baseline_factories()}
     season = slot_seasonality(markets.origin, markets.slot_seconds)
     scores: dict[str, dict[str, SeriesScores]] = {name: {} for name in factories}
-    with Progress(console=console, transient=True, disable=not progress) as bar:
-        task = bar.add_task("forecasting", total=len(factories) * len(markets.markets))
-        for name, factory in factories.items():
-            for row, market in enumerate(markets.markets):
-                scores[name][market.key] = evaluate_series(
-                    markets.price[row], markets.availability[row],
-                    factory(season, horizons[-1]), horizons,
-                )
-                bar.advance(task)
+    for name, factory in factories.items():
+        for row, market in enumerate(markets.markets):
+            scores[name][market.key] = evaluate_series(
+                markets.price[row], markets.availability[row],
+                factory(season, horizons[-1]), horizons,
+            )
+            if progress:
+                progress(1)
     unpriced = unpriced_markets(markets)
     if unpriced:
         scores = {name: {key: _without_price(s) if key in unpriced else s
@@ -89,6 +88,11 @@ def run_forecast_report(
         for path in plot_report(plots_dir, markets, horizons, scores, factories[MODEL], title):
             console.print(f"wrote {path}", highlight=False, soft_wrap=True)
     return report
+
+
+def forecast_steps(markets: MarketData) -> int:
+    """The steps of a report: each forecaster (the model and the baselines) on each market."""
+    return (1 + len(baseline_factories())) * len(markets.markets)
 
 
 def unpriced_markets(markets: MarketData) -> list[str]:

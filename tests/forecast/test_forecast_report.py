@@ -16,7 +16,7 @@ def test_report_has_the_documented_shape_and_writes_json_and_plots(tmp_path):
     data = markets([step_prices(80, 1), step_prices(80, 2)], [capacity(80, 1), capacity(80, 2)])
     console = Console(record=True, width=120)
     report = run_forecast_report(data, (1, 6), tmp_path / "out" / "report.json",
-                                 tmp_path / "plots", progress=False, console=console)
+                                 tmp_path / "plots", console=console)
     on_file = json.loads((tmp_path / "out" / "report.json").read_text())
     assert on_file == json.loads(json.dumps(report))
     assert set(report["markets"]) == {m.key for m in data.markets}

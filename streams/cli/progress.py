@@ -1,0 +1,79 @@
+"""How far a long command is, on standard error whatever standard output is: a live bar with
+the time left on a terminal, else a plain line at every tenth of the work and at least every
+:data:`PLAIN_EVERY_SECONDS` (``replaying: 1,092/8,728 slots (12%), 0:00:09 elapsed, eta
+0:01:03``)."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from types import TracebackType
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+PLAIN_EVERY_SECONDS = 30.0
+"""The longest silence between two plain lines while work goes on."""
+
+
+def clock(seconds: float) -> str:
+    """``0:01:03``."""
+    return str(timedelta(seconds=round(seconds)))
+
+
+class Steps:
+    """Counts the ``total`` steps (``unit``) of ``description`` as they are done."""
+
+    def __init__(self, description: str, total: int, unit: str,
+                 console: Console | None = None) -> None:
+        self._console = console or Console(stderr=True)
+        self._description, self._total, self._unit = description, max(total, 1), unit
+        self._done = 0
+        self._start = self._last = time.monotonic()
+        self._next_tenth = 1
+        self._bar: Progress | None = None
+        if self._console.is_terminal:
+            self._bar = Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                console=self._console, transient=True)
+            self._task = self._bar.add_task(description, total=self._total)
+
+    def __enter__(self) -> Steps:
+        self._start = self._last = time.monotonic()
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def advance(self, steps: int = 1) -> None:
+        """Count ``steps`` more as done."""
+        self._done = min(self._done + steps, self._total)
+        if self._bar is not None:
+            self._bar.advance(self._task, steps)
+            if self._done == self._total:  # what follows prints freely
+                self._bar.stop()
+            return
+        now = time.monotonic()
+        tenth = self._done * 10 // self._total
+        if tenth < self._next_tenth and now - self._last < PLAIN_EVERY_SECONDS:
+            return
+        self._next_tenth = tenth + 1
+        self._last = now
+        elapsed = now - self._start
+        eta = clock(elapsed * (self._total - self._done) / self._done) if self._done else "?"
+        self._console.print(
+            f"{self._description}: {self._done:,}/{self._total:,} {self._unit} "
+            f"({self._done / self._total:.0%}), {clock(elapsed)} elapsed, eta {eta}",
+            markup=False, highlight=False, soft_wrap=True)

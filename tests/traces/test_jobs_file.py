@@ -71,8 +71,14 @@ def good(**changes: object) -> dict:
 
 def test_unknown_json_fields(tmp_path: Path) -> None:
     path = write_json(tmp_path / "jobs.json", [good(), good(id="b", deadline=5, prio=1)])
-    fails(lambda: load_jobs(path), path, "[1]", "fields", "['deadline', 'prio']",
-          "only id, workload, release")
+    fails(lambda: load_jobs(path), path, "[1]", "deadline", "5",
+          "a known job field (did you mean 'soft_deadline'?): id, workload, release")
+
+
+def test_a_mistyped_json_field_is_named_with_the_field_meant(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "jobs.json", [good(n_mx=4)])
+    fails(lambda: load_jobs(path), path, "[0]", "n_mx", "4",
+          "a known job field (did you mean 'n_max'?)")
 
 
 def test_unknown_csv_column(tmp_path: Path) -> None:

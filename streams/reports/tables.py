@@ -12,8 +12,8 @@ from rich.table import Table
 
 class ReportTable(Table):
     """A table that, too wide for the terminal, folds the text of its wrappable columns (their
-    headers, at spaces) one column at a time, most room saved first, instead of cutting every
-    column alike; ``no_wrap`` columns keep their width."""
+    headers, at spaces) one column at a time, most room to save first and no more than needed,
+    instead of cutting every column alike; ``no_wrap`` columns keep their width."""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         self.fold(console, options)
@@ -32,8 +32,9 @@ class ReportTable(Table):
             for k in sorted(wrappable, key=lambda k: ranges[k].minimum - ranges[k].maximum):
                 if total <= options.max_width:
                     return True
-                self.columns[k].width = ranges[k].minimum - self._get_padding_width(k)
-                total -= ranges[k].maximum - ranges[k].minimum
+                narrower = min(ranges[k].maximum - ranges[k].minimum, total - options.max_width)
+                self.columns[k].width = ranges[k].maximum - narrower - self._get_padding_width(k)
+                total -= narrower
             if total <= options.max_width:
                 return True
         return False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 from rich.console import Console
@@ -43,3 +44,31 @@ def test_unscored_values_are_written_as_null(tmp_path):
     assert "NaN" not in text
     entry = json.loads(text)["markets"][data.markets[0].key]
     assert entry["price_mape"] == {"1": None}
+
+
+def test_a_market_without_spot_prices_is_said_so_and_its_price_left_unscored(tmp_path):
+    data = markets(np.full((2, 80), 0.918), [capacity(80, 1), capacity(80, 2)])
+    console = Console(record=True, width=120)
+    report = run_forecast_report(data, (1, 6), tmp_path / "r.json", tmp_path / "plots",
+                                 console=console)
+    text = console.export_text()
+    keys = [m.key for m in data.markets]
+    assert f"no spot prices in {', '.join(keys)}: the price is the same in every slot" in text
+    assert "MAPE" not in text and "Brier" in text
+    for key in keys:
+        assert all(math.isnan(v) for v in report["markets"][key]["price_mape"].values())
+        assert not math.isnan(report["markets"][key]["availability_brier"]["1"])
+    on_file = json.loads((tmp_path / "r.json").read_text())["markets"]
+    assert all(on_file[key]["price_mape"] == {"1": None, "6": None} for key in keys)
+    assert not (tmp_path / "plots" / "price_mape.png").exists()
+    assert (tmp_path / "plots" / "availability_brier.png").stat().st_size > 0
+
+
+def test_markets_with_prices_are_scored_beside_one_without(tmp_path):
+    data = markets([step_prices(80, 1), np.full(80, 0.918)], [capacity(80, 1), capacity(80, 2)])
+    console = Console(record=True, width=120)
+    report = run_forecast_report(data, (1,), console=console)
+    priced, unpriced = (m.key for m in data.markets)
+    assert f"no spot prices in {unpriced}:" in console.export_text()
+    assert not math.isnan(report["markets"][priced]["price_mape"]["1"])
+    assert math.isnan(report["markets"][unpriced]["price_mape"]["1"])

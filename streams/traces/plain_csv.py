@@ -23,6 +23,7 @@ from operator import itemgetter
 import numpy as np
 
 from solver.market import Market, MarketTicks
+from solver.suggest import closest, did_you_mean
 from streams.traces.errors import (
     MISSING,
     PathLike,
@@ -142,15 +143,19 @@ def _check_header(
     expected = ",".join(required) + "".join(f"[,{name}]" for name in optional)
     if not any(header):
         raise TraceFormatError(path, "line 1", "header", "", f"the header {expected!r}")
+    known = [*required, *optional]
     for name in required:
         if name not in header:
+            typo = closest(name, [h for h in header if h not in known])
+            meant = f"; the header has {typo!r} (a typo?)" if typo else ""
             raise TraceFormatError(
-                path, "line 1", name, MISSING, f"a header column {name!r} ({expected})"
+                path, "line 1", name, MISSING, f"a header column {name!r} ({expected}){meant}"
             )
     for position, name in enumerate(header):
-        if (name not in required and name not in optional) or name in header[:position]:
+        if name not in known or name in header[:position]:
             raise TraceFormatError(
-                path, "line 1", "header", name, f"only the columns {expected}, each once"
+                path, "line 1", "header", name,
+                f"only the columns {expected}, each once{did_you_mean(name, known)}"
             )
 
 

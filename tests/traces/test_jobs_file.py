@@ -81,6 +81,18 @@ def test_a_mistyped_json_field_is_named_with_the_field_meant(tmp_path: Path) -> 
           "a known job field (did you mean 'n_max'?)")
 
 
+def test_a_mistyped_csv_column_is_named_with_the_column_meant(tmp_path: Path) -> None:
+    extra = write_lines(tmp_path / "extra.csv", HEADER + ",n_mx", "a,1,0,10,20,5")
+    error = fails(lambda: load_jobs(extra), extra, "line 1", "header", "'n_mx'",
+                  "only the columns id,workload")
+    assert str(error).endswith("each once (did you mean 'n_max'?)")
+    typo = write_lines(tmp_path / "typo.csv", HEADER.replace("hard_deadline", "hard_dedline"),
+                       "a,1,0,10,20")
+    error = fails(lambda: load_jobs(typo), typo, "line 1", "hard_deadline", "is missing",
+                  "a header column 'hard_deadline'")
+    assert str(error).endswith("; the header has 'hard_dedline' (a typo?)")
+
+
 def test_unknown_csv_column(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "jobs.csv", HEADER + ",deadline", "a,1,0,10,20,5")
     fails(lambda: load_jobs(path), path, "line 1", "header", "'deadline'", "only the columns")

@@ -3,8 +3,10 @@ they read and how they log."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -15,6 +17,14 @@ if TYPE_CHECKING:
 from solver.policies.spec import POLICY_NAMES
 from streams.cli.errors import fail
 from streams.cli.options import check_policies
+
+T = TypeVar("T")
+
+ONE_SHOT_BROKER_SECONDS = 8.0
+"""How long a one-shot command (submit, jobs, status...) waits for a broker that does not
+answer, unless SPOTSCHED_BROKER_TIMEOUT_SECONDS says otherwise."""
+START_A_BROKER = ("start one with `spotsched dev kafka` (a development broker on "
+                  "127.0.0.1:9092), or name yours with --bootstrap-servers")
 
 DEFAULT_POLICIES = ("on-demand", "spot-only", "greedy", "uniform-progress", "prediction-free",
                     "chc", "risk-aware", "policy-selection")
@@ -63,6 +73,33 @@ def command_settings(**overrides: object) -> Settings:
     try:
         return load_settings(**overrides)
     except ValueError as exc:
+        fail(exc)
+
+
+def one_shot_settings(**overrides: object) -> Settings:
+    """:func:`command_settings` of a command that answers and exits: it gives up on a broker
+    after :data:`ONE_SHOT_BROKER_SECONDS`."""
+    from streams.settings import env_name
+
+    if env_name("broker_timeout_seconds") not in os.environ:
+        overrides.setdefault("broker_timeout_seconds", ONE_SHOT_BROKER_SECONDS)
+    return command_settings(**overrides)
+
+
+def run_on_broker(work: Coroutine[Any, Any, T]) -> T:
+    """Run a command's work on the broker; a bad value or a broker problem exits with one line,
+    a broker that does not answer with how to start one."""
+    import asyncio
+
+    from streams.kafka.connect import BrokerError, BrokerUnreachable
+
+    try:
+        return asyncio.run(work)
+    except BrokerUnreachable as exc:
+        fail(BrokerUnreachable(f"{exc}; {START_A_BROKER}"))
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    except (ValueError, BrokerError) as exc:
         fail(exc)
 
 

@@ -42,6 +42,10 @@ class BrokerError(RuntimeError):
     """The broker cannot be used: what failed, in one line naming the setting."""
 
 
+class BrokerUnreachable(BrokerError):
+    """No broker answered within ``broker_timeout_seconds``."""
+
+
 @dataclass(frozen=True, slots=True)
 class Problem:
     """Why the broker could not be reached; ``permanent`` when retrying cannot help."""
@@ -82,7 +86,7 @@ async def retrying(call: Callable[[], Awaitable[T]], settings: Settings, what: s
         if problem.permanent:
             raise BrokerError(f"{what}: {problem.text}")
         if time.monotonic() + delay > deadline:
-            raise BrokerError(
+            raise BrokerUnreachable(
                 f"{what}: {problem.text}; gave up after {attempts} attempts in "
                 f"{settings.broker_timeout_seconds:g} s (broker_timeout_seconds, "
                 f"{env_name('broker_timeout_seconds')})")

@@ -1,0 +1,224 @@
+"""``spotsched jobs``, ``spotsched dead-letters`` and ``spotsched status``: what the running
+service knows and does, read from its topics and consumer groups."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from streams.contract import DeadLetter
+    from streams.kafka.service_status import ServiceStatus
+    from streams.reports.job_book import JobBook, JobView
+
+from streams.cli.app import app
+from streams.cli.common import broker_logging, one_shot_settings, run_on_broker
+from streams.cli.errors import console, fail
+from streams.cli.options import Broker
+
+JsonLines = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
+Follow = Annotated[bool, typer.Option(
+    "--follow", help="Keep reading: one line per change until Ctrl-C.")]
+
+
+def shown(time: datetime | None) -> str:
+    """A time for a table: UTC to the minute, ``-`` for none."""
+    return "-" if time is None else f"{time:%Y-%m-%d %H:%M}"
+
+
+@app.command()
+def jobs(
+    job_id: Annotated[str | None, typer.Argument(
+        help="One job: its history of events and decisions.")] = None,
+    bootstrap_servers: Broker = None,
+    json_lines: JsonLines = False,
+    follow: Follow = False,
+) -> None:
+    """Every job the service knows: its state, cost so far, progress, projected finish.
+
+    Read from the job events, the epochs, the decisions and the dead letters on the broker.
+    States: pending (no decision yet), waiting (idle), running, cancelling, finished, missed,
+    cancelled, failed, rejected (with the reason)."""
+    import json
+
+    from streams.kafka.topic_reader import read_topics
+    from streams.reports.job_book import BOOK_TYPES, JobBook
+
+    settings = one_shot_settings(bootstrap_servers=bootstrap_servers)
+    broker_logging()
+    topics = settings.topics
+    book = JobBook(topics.job_events)
+
+    async def read() -> None:
+        states: dict[str, tuple[str, str]] = {}
+        async for _, event in read_topics(
+                settings, [topics.job_events, topics.decisions, topics.dead_letters],
+                BOOK_TYPES, follow=follow):
+            view = book.add(event)
+            if not follow or view is None or (job_id is not None and view.job_id != job_id):
+                continue
+            now = (view.state, view.detail)
+            if states.get(view.job_id) != now:
+                states[view.job_id] = now
+                if json_lines:
+                    typer.echo(json.dumps(view.as_dict(book.now)))
+                else:
+                    console.print(_change_line(view, book), highlight=False, soft_wrap=True)
+
+    run_on_broker(read())
+    if follow:
+        return
+    if job_id is not None:
+        view = book.jobs.get(job_id)
+        if view is None:
+            fail(ValueError(f"job {job_id!r}: no such job on {topics.job_events} at "
+                            f"{settings.bootstrap_servers}; `spotsched jobs` lists the jobs"))
+        if json_lines:
+            typer.echo(json.dumps({**view.as_dict(book.now), "history": [
+                json.loads(e.model_dump_json()) for e in view.history]}))
+        else:
+            _print_history(view, book)
+    elif json_lines:
+        typer.echo(json.dumps([v.as_dict(book.now) for v in book.jobs.values()], indent=1))
+    else:
+        _print_jobs(book)
+
+
+def _epoch_line(book: JobBook) -> str:
+    last = book.last_epoch
+    return ("no epoch closed yet" if last is None
+            else f"last epoch {last.epoch} closed at {shown(last.event_time)} UTC")
+
+
+def _change_line(view: JobView, book: JobBook) -> str:
+    return " ".join(p for p in (shown(book.now), view.job_id, view.state, view.detail) if p)
+
+
+def _print_jobs(book: JobBook) -> None:
+    from rich.table import Table
+
+    now = book.now
+    table = Table("job", "state", "where / why", "done", "cost USD", "finish", "soft",
+                  "hard", title=f"{len(book.jobs)} jobs; {_epoch_line(book)}")
+    for view in book.jobs.values():
+        job = view.submitted
+        done, _ = view.work_done(now)
+        table.add_row(
+            view.job_id, view.state, view.detail,
+            f"{100 * done / job.workload:.0f}%" if job is not None else "-",
+            f"{view.cost_usd:.2f}", shown(view.projected_finish(now)),
+            shown(job.soft_deadline if job else None), shown(job.hard_deadline if job else None))
+    console.print(table)
+
+
+def _print_history(view: JobView, book: JobBook) -> None:
+    from rich.table import Table
+
+    from streams.contract import DeadLetter, ProvisioningDecision
+
+    job = view.submitted
+    console.print(f"{view.job_id}: {view.state}" + (f" ({view.detail})" if view.detail else ""),
+                  highlight=False, soft_wrap=True)
+    if job is not None:
+        done, source = view.work_done(book.now)
+        console.print(
+            f"work {done:g} of {job.workload:g} ({source}); cost so far {view.cost_usd:.2f} USD; "
+            f"released {shown(job.release)}, soft deadline {shown(job.soft_deadline)}, hard "
+            f"deadline {shown(job.hard_deadline)}; projected finish "
+            f"{shown(view.projected_finish(book.now))}; {_epoch_line(book)}",
+            highlight=False, soft_wrap=True)
+    table = Table("time", "event", "epoch", "market", "spot", "od", "USD", "reason")
+    for event in view.history:
+        if isinstance(event, ProvisioningDecision):
+            table.add_row(shown(event.slot_start), event.action + (
+                f" ({event.release_cause})" if event.release_cause else ""), str(event.epoch),
+                event.market, str(event.spot), str(event.on_demand),
+                f"{event.expected_cost_usd:.2f}", event.reason)
+        elif isinstance(event, DeadLetter):
+            table.add_row(shown(event.event_time), "rejected", "", "", "", "", "", event.reason)
+        else:
+            table.add_row(shown(event.event_time), event.type.removeprefix("job_"),
+                          "", "", "", "", "", getattr(event, "reason", None) or "")
+    console.print(table)
+
+
+@app.command("dead-letters")
+def dead_letters(
+    bootstrap_servers: Broker = None,
+    json_lines: Annotated[bool, typer.Option(
+        "--json", help="One JSON event per line.")] = False,
+    follow: Follow = False,
+) -> None:
+    """The messages the service rejected: reason, source topic, time and key."""
+    from streams.contract import DeadLetter, dump_event
+    from streams.kafka.topic_reader import read_topics
+
+    settings = one_shot_settings(bootstrap_servers=bootstrap_servers)
+    broker_logging()
+    letters: list[DeadLetter] = []
+
+    async def read() -> None:
+        async for _, event in read_topics(settings, [settings.topics.dead_letters],
+                                          ("dead_letter",), follow=follow):
+            assert isinstance(event, DeadLetter)
+            if json_lines:
+                typer.echo(dump_event(event).decode())
+            elif follow:
+                console.print(f"{shown(event.event_time)} {event.source_topic} "
+                              f"{_key(event)} {event.error_type}: {event.reason}",
+                              highlight=False, soft_wrap=True)
+            else:
+                letters.append(event)
+
+    run_on_broker(read())
+    if not json_lines and not follow:
+        from rich.table import Table
+
+        table = Table("time", "source", "at", "key", "error", "reason",
+                      title=f"{len(letters)} dead letters on {settings.topics.dead_letters}")
+        for letter in letters:
+            table.add_row(shown(letter.event_time), letter.source_topic,
+                          f"{letter.partition}@{letter.offset}", _key(letter),
+                          letter.error_type, letter.reason)
+        console.print(table)
+
+
+def _key(letter: DeadLetter) -> str:
+    key = letter.original_key()
+    return "-" if key is None else key.decode("utf-8", "backslashreplace")
+
+
+@app.command()
+def status(bootstrap_servers: Broker = None) -> None:
+    """Topics, partitions, consumer lag per group, the last epoch closed, workers alive."""
+    from streams.kafka.service_status import service_status
+
+    settings = one_shot_settings(bootstrap_servers=bootstrap_servers)
+    broker_logging()
+    _print_status(run_on_broker(service_status(settings)), settings.bootstrap_servers)
+
+
+def _print_status(state: ServiceStatus, where: str) -> None:
+    from rich.table import Table
+
+    topics = Table("topic", "partitions", "messages", title=f"topics at {where}")
+    for topic in state.topics:
+        topics.add_row(topic.name, str(topic.partitions), f"{topic.messages:,}")
+    console.print(topics)
+    if state.missing:
+        console.print(f"missing topics: {', '.join(state.missing)} (a worker creates them)",
+                      highlight=False, soft_wrap=True)
+    groups = Table("group", "state", "members", "lag", title=f"consumer groups of {state.app_id}")
+    for group in state.groups:
+        groups.add_row(group.group, group.state, str(len(group.members)),
+                       ", ".join(f"{t} {n:,}" for t, n in sorted(group.lag.items())) or "-")
+    console.print(groups)
+    last = state.last_epoch
+    console.print("last epoch closed: " + (
+        "none" if last is None else f"{last.epoch} at {shown(last.event_time)} UTC"),
+        highlight=False)
+    console.print(f"workers alive: {len(state.workers)}"
+                  + (f" ({', '.join(state.workers)})" if state.workers else
+                     " (start one with `spotsched worker`)"), highlight=False, soft_wrap=True)

@@ -1,0 +1,160 @@
+"""Reading the service's topics as they stand, for the operator's views: every partition from
+the beginning (or from given offsets) up to the end offsets of the moment, or on while
+following. Messages are picked by their CloudEvents type header before any decoding, so a view
+of the jobs skips the forecasts without parsing them."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+
+from streams.contract import Envelope, EventError, parse_event
+from streams.contract.headers import TYPE_PREFIX
+from streams.kafka.connect import start_client
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Offsets = dict[TopicPartition, int]
+
+POLL_SECONDS = 0.5
+
+
+class MissingTopic(ValueError):
+    """A topic the command reads is not on the broker."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tail:
+    """The newest message of a partition: its offset, event type and event time (from the
+    CloudEvents headers, ``None`` when absent)."""
+
+    partition: TopicPartition
+    offset: int
+    type: str | None
+    time: datetime | None
+
+
+async def open_reader(settings: Settings, what: str) -> AIOKafkaConsumer:
+    """A consumer of no group, assigned nothing yet."""
+    return await start_client(
+        lambda: AIOKafkaConsumer(**settings.kafka_options(), group_id=None,
+                                 enable_auto_commit=False, auto_offset_reset="earliest"),
+        settings, f"{what} from {settings.bootstrap_servers}")
+
+
+async def partitions_of(settings: Settings, topics: Sequence[str]) -> list[TopicPartition]:
+    """Every partition of ``topics``; a :class:`MissingTopic` names one the broker lacks."""
+    admin = await start_client(lambda: AIOKafkaAdminClient(**settings.kafka_options()),
+                               settings, f"describing topics at {settings.bootstrap_servers}")
+    try:
+        described = {d["topic"]: d for d in await admin.describe_topics(list(topics))}
+    finally:
+        await admin.close()
+    found: list[TopicPartition] = []
+    for topic in topics:
+        info = described.get(topic)
+        if info is None or info["error_code"] or not info["partitions"]:
+            raise MissingTopic(
+                f"topic {topic!r} is not on the broker at {settings.bootstrap_servers}: expected "
+                "a worker to have created it (`spotsched worker`), or check the topic settings "
+                "(SPOTSCHED_TOPICS__*)")
+        found += [TopicPartition(topic, p["partition"])
+                  for p in sorted(info["partitions"], key=lambda p: p["partition"])]
+    return found
+
+
+async def end_offsets(settings: Settings, topics: Sequence[str]) -> Offsets:
+    """The offset each partition of ``topics`` will give its next message."""
+    consumer = await open_reader(settings, f"reading the ends of {', '.join(topics)}")
+    try:
+        return dict(await consumer.end_offsets(await partitions_of(settings, topics)))
+    finally:
+        await consumer.stop()
+
+
+async def read_topics(
+    settings: Settings,
+    topics: Sequence[str],
+    types: Collection[str] | None = None,
+    follow: bool = False,
+    start: Offsets | None = None,
+) -> AsyncIterator[tuple[str, Envelope]]:
+    """``(topic, event)`` for each message of ``topics`` whose type is one of ``types`` (all
+    when ``None``), from ``start`` (default: the beginning) up to the ends of the moment, or
+    on when ``follow``; an undecodable message is skipped and logged."""
+    wanted = None if types is None else {(TYPE_PREFIX + t).encode() for t in types}
+    consumer = await open_reader(settings, f"reading {', '.join(topics)}")
+    try:
+        assigned = await partitions_of(settings, topics)
+        consumer.assign(assigned)
+        for tp in assigned:
+            if start is not None and tp in start:
+                consumer.seek(tp, start[tp])
+            else:
+                await consumer.seek_to_beginning(tp)
+        ends = await consumer.end_offsets(assigned)
+        while True:
+            if not follow and await _caught_up(consumer, ends):
+                return
+            batch = await consumer.getmany(timeout_ms=int(POLL_SECONDS * 1000))
+            for tp, messages in batch.items():
+                for message in messages:
+                    kind = dict(message.headers or ()).get("ce_type")
+                    if wanted is not None and kind is not None and kind not in wanted:
+                        continue
+                    try:
+                        event = parse_event(message.value or b"")
+                    except EventError as exc:
+                        log.warning("%s[%d]@%d skipped: %s", tp.topic, tp.partition,
+                                    message.offset, exc)
+                        continue
+                    if types is None or event.type in types:
+                        yield tp.topic, event
+    finally:
+        await consumer.stop()
+
+
+async def _caught_up(consumer: AIOKafkaConsumer, ends: Offsets) -> bool:
+    """Whether the consumer has read every assigned partition up to ``ends``."""
+    for tp, end in ends.items():
+        if await consumer.position(tp) < end:
+            return False
+    return True
+
+
+async def tails(settings: Settings, topic: str) -> list[Tail]:
+    """The newest message of each non-empty partition of ``topic``."""
+    consumer = await open_reader(settings, f"reading the newest messages of {topic}")
+    try:
+        assigned = await partitions_of(settings, [topic])
+        consumer.assign(assigned)
+        ends = await consumer.end_offsets(assigned)
+        starts = await consumer.beginning_offsets(assigned)
+        found: list[Tail] = []
+        for tp in assigned:
+            if ends[tp] <= starts[tp]:
+                continue
+            consumer.seek(tp, ends[tp] - 1)
+            message = None
+            while message is None:
+                batch = await consumer.getmany(tp, timeout_ms=int(POLL_SECONDS * 1000))
+                message = next(iter(batch.get(tp, ())), None)
+                if message is None and await consumer.position(tp) >= ends[tp]:
+                    break  # a transaction marker, not a message
+            if message is not None:
+                headers = dict(message.headers or ())
+                kind, at = headers.get("ce_type"), headers.get("ce_time")
+                found.append(Tail(
+                    tp, message.offset,
+                    kind.decode().removeprefix(TYPE_PREFIX) if kind else None,
+                    datetime.fromisoformat(at.decode()) if at else None))
+        return found
+    finally:
+        await consumer.stop()
+

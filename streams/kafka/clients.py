@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError
+from aiokafka.structs import RecordMetadata
 
 from streams.contract import (
     Envelope,
@@ -63,12 +64,14 @@ async def send_event(producer: AIOKafkaProducer, topic: str, event: Envelope, wr
         headers=cloud_event_headers(event, source(writer)))
 
 
-async def delivered(deliveries: list[Awaitable[Any]], settings: Settings, what: str) -> None:
-    """Wait until every delivery is acknowledged, saying so while the broker is away; a
-    delivery that failed raises :class:`BrokerError`."""
-    if deliveries:
-        await patiently(asyncio.gather(*deliveries), settings, what,
-                        f"{len(deliveries)} message(s) not acknowledged")
+async def delivered(deliveries: list[Awaitable[Any]], settings: Settings, what: str
+                    ) -> list[RecordMetadata]:
+    """Wait until every delivery is acknowledged, saying so while the broker is away; where
+    each message went. A delivery that failed raises :class:`BrokerError`."""
+    if not deliveries:
+        return []
+    return list(await patiently(asyncio.gather(*deliveries), settings, what,
+                                f"{len(deliveries)} message(s) not acknowledged"))
 
 
 async def patiently(step: Awaitable[T], settings: Settings, what: str, waiting: str) -> T:
@@ -143,21 +146,21 @@ async def publish_replay(
     return sent
 
 
-async def publish_job_events(settings: Settings, events: Iterable[JobEvent]) -> int:
+async def publish_job_events(settings: Settings, events: Iterable[JobEvent]
+                             ) -> list[RecordMetadata]:
     """Publish job events (already validated by the contract) to their partitions, each
-    acknowledged before the next is sent."""
+    acknowledged before the next is sent; where each went."""
     what = f"publishing job events to {settings.bootstrap_servers}"
     producer = await open_producer(settings, what)
-    count = 0
+    placed: list[RecordMetadata] = []
     try:
         for event in events:
-            await delivered([await send_event(producer, settings.topics.job_events, event,
-                                              "submit", settings.job_partitions)],
-                            settings, what)
-            count += 1
+            placed += await delivered([await send_event(
+                producer, settings.topics.job_events, event, "submit", settings.job_partitions)],
+                settings, what)
     finally:
         await producer.stop()
-    return count
+    return placed
 
 
 async def read_events(

@@ -6,8 +6,8 @@ from importlib import import_module
 
 from streams.cli.app import app
 
-COMMAND_MODULES = ("replay", "schema", "forecast", "markets", "worker", "jobs", "service", "decisions",
-                   "connectors", "evaluate", "feed", "dev")
+COMMAND_MODULES = ("replay", "schema", "forecast", "markets", "worker", "jobs", "service",
+                   "decisions", "connectors", "evaluate", "feed", "dev")
 """The command modules, in the order ``spotsched --help`` lists their commands."""
 
 for _module in COMMAND_MODULES:

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from solver.job import Job
     from solver.market import MarketData, MarketTicks
     from solver.simulator import SimulationResult
+    from streams.settings import Settings
 
 from streams.cli.app import app
 from streams.cli.common import (
@@ -20,6 +21,8 @@ from streams.cli.common import (
     broker_logging,
     command_settings,
     market_ticks,
+    one_shot_settings,
+    run_on_broker,
 )
 from streams.cli.errors import console, fail, writing, wrote
 from streams.cli.options import (
@@ -52,6 +55,8 @@ def _publish_replay(
     broker_logging()
     settings = command_settings(bootstrap_servers=bootstrap_servers,
                                 job_partitions=job_partitions)
+    _refuse_late_ticks(ticks, one_shot_settings(bootstrap_servers=bootstrap_servers,
+                                                job_partitions=job_partitions))
     total = 2 * sum(len(t.times) for t in ticks) + len(jobs)
     try:
         with Steps("publishing", total, "events") as steps:
@@ -60,6 +65,25 @@ def _publish_replay(
     except (ValueError, BrokerError) as exc:
         fail(exc)
     console.print(f"published {sent} events ({len(jobs)} jobs) to {settings.bootstrap_servers}")
+
+
+def _refuse_late_ticks(ticks: list[MarketTicks], settings: Settings) -> None:
+    """Exit with one line when the market-ticks topic already holds ticks at or after the
+    replay's first: the workers would set the replay's ticks aside as late."""
+    from streams.contract import utc
+    from streams.kafka.topic_reader import newest_time
+
+    topic = settings.topics.market_ticks
+    newest = run_on_broker(newest_time(settings, topic))
+    starts = [float(t.times[0]) for t in ticks if len(t.times)]
+    if newest is None or not starts or newest < utc(min(starts)):
+        return
+    fail(ValueError(
+        f"{topic} at {settings.bootstrap_servers} already holds ticks up to "
+        f"{newest:%Y-%m-%d %H:%M} UTC and this replay starts at {utc(min(starts)):%Y-%m-%d %H:%M}"
+        " UTC: the workers would set its ticks aside as late (dead letters). Replay into a fresh "
+        "broker (`spotsched dev kafka`), or under new topic names and app id "
+        "(SPOTSCHED_TOPICS__<NAME>, SPOTSCHED_APP_ID) with workers of their own"))
 
 
 @app.command()

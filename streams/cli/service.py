@@ -130,7 +130,7 @@ def _print_history(view: JobView, book: JobBook) -> None:
             f"{shown(view.projected_finish(book.now))}; {_epoch_line(book)}",
             highlight=False, soft_wrap=True)
     table = Table("time", "event", "epoch", "market", "spot", "od", "USD", "reason")
-    for event in view.history:
+    for event in sorted(view.history, key=lambda e: (isinstance(e, DeadLetter), e.event_time)):
         if isinstance(event, ProvisioningDecision):
             table.add_row(shown(event.slot_start), event.action + (
                 f" ({event.release_cause})" if event.release_cause else ""), str(event.epoch),

@@ -158,3 +158,14 @@ async def tails(settings: Settings, topic: str) -> list[Tail]:
     finally:
         await consumer.stop()
 
+
+
+async def newest_time(settings: Settings, topic: str) -> datetime | None:
+    """The newest event time among the last messages of ``topic``'s partitions; ``None`` when
+    the topic is missing or empty."""
+    try:
+        found = await tails(settings, topic)
+    except MissingTopic:
+        return None
+    times = [t.time for t in found if t.time is not None]
+    return max(times) if times else None

@@ -63,6 +63,7 @@ class SimConnector:
         key = decision.idempotency_key
         if self.journal is not None and (entry := self.journal.get(key)) is not None:
             return _applied_from(entry["applied"])
+        self.cloud.check_market(decision)  # before the job: it may not fit the market either
         await self._admit(decision.job_id)
         applied = self.cloud.apply(decision)
         if self.journal is not None:

@@ -17,13 +17,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from connectors.base import Applied, Feedback, PermanentError
+from connectors.base import Applied, FatalError, Feedback, PermanentError
 from connectors.memory import Holding, changes
 from solver.engine import Engine
 from solver.job import Allocation, Job, JobResult
 from solver.market import MarketData
 from solver.observation import Decision, Observation
 from streams.contract import AvailabilityTick, JobFinished, JobProgress, ProvisioningDecision, utc
+
+OTHER_MARKET = ("the decisions come from other markets than the simulated cloud's: run "
+                "`spotsched connector sim --trace FILE` with the trace the replay used")
+"""Why a decision outside the simulated market stops the connector (a ``FatalError``, nothing
+committed) instead of being dead-lettered: every decision after it would be too."""
 
 
 class _Requested:
@@ -107,13 +112,33 @@ class SimulatedCloud:
             events=tuple(events),
         )
 
-    def _slot(self, decision: ProvisioningDecision) -> int:
+    def check_market(self, decision: ProvisioningDecision) -> None:
+        """A :class:`FatalError` when the decision is not about the simulated market: another
+        slot length, a time outside it, or a market it does not have."""
         data = self.data
         if not math.isclose(decision.slot_seconds, data.slot_seconds):
-            raise PermanentError(
+            raise FatalError(
                 f"slot_seconds={decision.slot_seconds:g}: expected {data.slot_seconds:g}, the "
-                "simulated market's slot length"
+                f"simulated market's slot length; {OTHER_MARKET}"
             )
+        start = decision.slot_start.timestamp()
+        if not data.origin - 1e-3 <= start <= data.slot_start(data.n_slots) + 1e-3:
+            raise FatalError(
+                f"slot_start={decision.slot_start.isoformat()}: expected a time from "
+                f"{utc(data.origin).isoformat()} to "
+                f"{utc(data.slot_start(data.n_slots)).isoformat()}, the simulated market's; "
+                f"{OTHER_MARKET}"
+            )
+        if decision.spot + decision.on_demand and decision.market not in data.index:
+            raise FatalError(
+                f"job {decision.job_id!r} epoch={decision.epoch} market={decision.market!r}: "
+                f"expected a market of the simulated cloud ({', '.join(data.index)}); "
+                f"{OTHER_MARKET}"
+            )
+
+    def _slot(self, decision: ProvisioningDecision) -> int:
+        data = self.data
+        self.check_market(decision)
         start = decision.slot_start.timestamp()
         slot = round((start - data.origin) / data.slot_seconds)
         last = data.n_slots if decision.spot + decision.on_demand == 0 else data.n_slots - 1
@@ -131,12 +156,7 @@ class SimulatedCloud:
         if total == 0:
             return None
         where = f"job {job.id!r} epoch={decision.epoch}"
-        market = self.data.index.get(decision.market)
-        if market is None:
-            raise PermanentError(
-                f"{where} market={decision.market!r}: expected a market of the simulated "
-                f"cloud ({', '.join(self.data.index)})"
-            )
+        market = self.data.index[decision.market]  # checked by check_market
         if not job.may_use(decision.market):
             raise PermanentError(
                 f"{where} market={decision.market!r}: expected one of the job's allowed "

@@ -71,7 +71,7 @@ def build_connector(settings: Settings, options: WorkerOptions) -> Connector:
         cloud = (market_cloud(options.sim_ticks, settings.slot_seconds, reports)
                  if options.sim_ticks
                  else synthetic_cloud(options.sim_market, settings.slot_seconds, reports))
-        journal = Journal(_state_file(settings, options, "journal"))
+        journal = Journal(state_file(settings, options, "journal"))
         return SimConnector(cloud, JobEventsReader(settings), journal)
     from connectors.aws import AwsConnector, AwsOptions
 
@@ -99,7 +99,7 @@ class ConnectorWorker:
         self.options = options
         self.registry = registry or CollectorRegistry()
         self.connector = build_connector(settings, options)
-        self.applied_keys = AppliedKeys(_state_file(settings, options, "applied"))
+        self.applied_keys = AppliedKeys(state_file(settings, options, "applied"))
 
     async def serve(self, stop: asyncio.Event) -> None:
         """Run on the decisions topic until ``stop`` is set; then close everything."""
@@ -125,7 +125,12 @@ class ConnectorWorker:
         log.info("connector %s stopped", self.options.name)
 
 
-def _state_file(settings: Settings, options: WorkerOptions, kind: str) -> Path:
+STATE_KINDS = ("applied", "journal")
+"""The durable records a connector keeps in the data directory (the journal: sim only)."""
+
+
+def state_file(settings: Settings, options: WorkerOptions, kind: str) -> Path:
+    """The file of a connector's durable record ``kind`` (one of :data:`STATE_KINDS`)."""
     group = re.sub(r"[^A-Za-z0-9._-]+", "_", options.group_id(settings))
     return settings.data_dir / f"{group}.{kind}.sqlite3"
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from streams.cli.app import app
-from streams.cli.common import broker_logging, command_settings, load_trace_files
+from streams.cli.common import broker_logging, command_settings, load_trace_files, run_on_broker
 from streams.cli.errors import fail
 from streams.cli.options import (
     DEFAULT_LOG_LEVEL,
@@ -61,13 +61,21 @@ def connector(
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
     log_level: LogLevel = DEFAULT_LOG_LEVEL,
+    reset: Annotated[bool, typer.Option(
+        "--reset", help="Start over: put the group back at the first decision and remove "
+        "the connector's records in --data-dir, so every decision is applied again. Refused "
+        "while the group runs.")] = False,
     kill_after_apply: Annotated[int, typer.Option(hidden=True)] = 0,
 ) -> None:
     """Act on the decisions until SIGINT or SIGTERM.
 
-    Runs a connector (log, sim or aws) on the provisioning decisions."""
+    Runs a connector (log, sim or aws) on the provisioning decisions. The sim connector
+    stops, committing nothing, at a decision outside its market: give it the trace the
+    replay used (--trace)."""
     import logging
 
+    from connectors.base import FatalError
+    from connectors.reset import reset_connector
     from connectors.worker import ConnectorWorker, WorkerOptions, parse_image_ids
     from solver.synthetic import SyntheticMarketSpec
     from streams.kafka.connect import BrokerError
@@ -86,7 +94,11 @@ def connector(
             aws_image_ids=parse_image_ids(image_id or []), aws_launch_template=launch_template,
             aws_regions=tuple(region or ()), aws_endpoint_url=endpoint_url,
             aws_spot_max_price=spot_max_price, kill_after_apply=kill_after_apply)
-        worker = ConnectorWorker(settings, options)
-        worker.run()
-    except (ValueError, OSError, BrokerError) as exc:
+    except ValueError as exc:
+        fail(exc)
+    if reset:  # before the worker opens the records it removes
+        run_on_broker(reset_connector(settings, options))
+    try:
+        ConnectorWorker(settings, options).run()
+    except (ValueError, OSError, BrokerError, FatalError) as exc:
         fail(exc)

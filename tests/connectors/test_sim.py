@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from connectors.base import PermanentError
+from connectors.base import FatalError, PermanentError
 from connectors.sim import KnownJobs, SimConnector
 from connectors.simcloud import SimulatedCloud
 from connectors.store import Journal
@@ -124,19 +124,22 @@ def epoch_of(run: Replay, slot: int) -> int:
     return round(run.data.slot_start(slot) / SLOT)
 
 
-@pytest.mark.parametrize(("changes", "message"), [
-    ({"market": "aws/mars-1/mars-1a/p3.2xlarge"}, "expected a market of the simulated cloud"),
-    ({"on_demand": 3}, "3 instances; expected 0 or n_min=1..n_max=2"),
-    ({"slot_seconds": 600.0}, "slot_seconds=600: expected 3600"),
-    ({"epoch": 10**6}, "expected a slot boundary from"),
-    ({"job_id": "nobody"}, "job_id='nobody': expected a job the cloud knows"),
+@pytest.mark.parametrize(("changes", "error", "message"), [
+    ({"market": "aws/mars-1/mars-1a/p3.2xlarge"}, FatalError,
+     "expected a market of the simulated cloud"),
+    ({"on_demand": 3}, PermanentError, "3 instances; expected 0 or n_min=1..n_max=2"),
+    ({"slot_seconds": 600.0}, FatalError, "slot_seconds=600: expected 3600"),
+    ({"epoch": 10**6}, FatalError, "expected a time from"),
+    ({"job_id": "nobody"}, PermanentError, "job_id='nobody': expected a job the cloud knows"),
 ])
-def test_decisions_the_cloud_cannot_run_are_permanent_errors(run, cloud, changes, message):
+def test_decisions_the_cloud_cannot_run_are_permanent_and_other_markets_fatal(
+        run, cloud, changes, error, message):
     slots_per_hour = SLOT / changes.get("slot_seconds", SLOT)  # the same start either way
     base = {"epoch": round(epoch_of(run, 2) * slots_per_hour), "market": run.data.markets[0].key,
             "on_demand": 1}
-    with pytest.raises(PermanentError, match=message.replace("(", r"\(")):
+    with pytest.raises(error, match=message.replace("(", r"\(")) as raised:
         cloud.apply(decision(**{**base, **changes}))
+    assert (error is FatalError) == ("--trace FILE" in str(raised.value))
 
 
 def test_a_decision_for_a_settled_slot_is_a_permanent_error_and_a_repeat_changes_nothing(

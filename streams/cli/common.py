@@ -20,7 +20,7 @@ from streams.cli.options import check_policies
 
 T = TypeVar("T")
 
-ONE_SHOT_BROKER_SECONDS = 8.0
+ONE_SHOT_BROKER_SECONDS = 6.0
 """How long a one-shot command (submit, jobs, status...) waits for a broker that does not
 answer, unless SPOTSCHED_BROKER_TIMEOUT_SECONDS says otherwise."""
 START_A_BROKER = ("start one with `spotsched dev kafka` (a development broker on "

@@ -1,0 +1,171 @@
+"""The README's Kafka walkthrough, run as written against the session broker: each command of
+its first block in order (the broker is the fixture's, the live feed is left out), with each
+step's visible result checked."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.kafka.pipeline_harness import Pipeline
+from tests.traces_dir import REPO_ROOT, needs_traces
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow, needs_traces]
+
+FINAL = {"finished", "missed", "cancelled", "failed", "rejected"}
+
+
+def walkthrough() -> list[tuple[list[str], bool, str | None]]:
+    """The commands of the README's Kafka block as words, whether each runs in the
+    background (``&``) and the file its output is redirected to (``>``)."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme[readme.index("## Running on Kafka"):]
+    block = re.search(r"```bash\n(.*?)```", section, re.DOTALL)
+    assert block is not None
+    commands = []
+    for line in block.group(1).splitlines():
+        words = shlex.split(line, comments=True)
+        background = words[-1:] == ["&"]
+        words = words[:-1] if background else words
+        into = words[words.index(">") + 1] if ">" in words else None
+        commands.append((words[:words.index(">")] if into else words, background, into))
+    return commands
+
+
+class Walkthrough:
+    """Runs the commands in a folder laid out like the checkout (``examples/`` and
+    ``../shared``), on the pipeline's topics and app id."""
+
+    def __init__(self, pipeline: Pipeline, tmp_path: Path) -> None:
+        self.pipeline = pipeline
+        self.cwd = tmp_path / "checkout"
+        self.cwd.mkdir()
+        (self.cwd / "examples").symlink_to(REPO_ROOT / "examples")
+        (tmp_path / "shared").symlink_to((REPO_ROOT / ".." / "shared").resolve())
+        self.env = {**pipeline.env(), "SPOTSCHED_APP_ID": pipeline.app_id,
+                    "SPOTSCHED_DATA_DIR": str(tmp_path / "state"), "COLUMNS": "200"}
+        self.background: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
+
+    def words(self, words: list[str]) -> list[str]:
+        """``spotsched ...`` as this interpreter runs it, on the fixture's broker."""
+        assert words[0] == "spotsched", words
+        args = [self.pipeline.bootstrap if w == "127.0.0.1:9092" else w for w in words[1:]]
+        return [sys.executable, "-m", "streams", *args]
+
+    def run(self, words: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(self.words(words), cwd=self.cwd, env=self.env, text=True,
+                              capture_output=True, timeout=timeout, check=False)
+
+    def start(self, words: list[str]) -> None:
+        name = " ".join(words[1:3])
+        log = self.cwd.parent / f"{len(self.background)}.log"
+        process = subprocess.Popen(self.words(words), cwd=self.cwd, env=self.env,
+                                   stdout=log.open("wb"), stderr=subprocess.STDOUT)
+        self.background[name] = (process, log)
+
+    def log(self, name: str) -> str:
+        return self.background[name][1].read_text(errors="replace")
+
+    def wait_in_log(self, name: str, text: str, timeout: float = 180) -> str:
+        process, _ = self.background[name]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.log(name):
+                return self.log(name)
+            assert process.poll() is None, f"{name} exited:\n{self.log(name)[-3000:]}"
+            time.sleep(0.5)
+        raise AssertionError(f"{text!r} not in the log of {name}:\n{self.log(name)[-3000:]}")
+
+    def jobs(self) -> dict[str, dict]:
+        done = self.run(["spotsched", "jobs", "--json"])
+        assert done.returncode == 0, done.stderr
+        return {job["job_id"]: job for job in json.loads(done.stdout)}
+
+    def stop(self) -> None:
+        for process, _ in self.background.values():
+            if process.poll() is None:
+                process.terminate()
+        for process, _ in self.background.values():
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+@pytest.fixture
+def walk(pipelines, tmp_path):
+    steps = Walkthrough(pipelines(()), tmp_path)
+    yield steps
+    steps.stop()
+
+
+def test_the_readme_kafka_walkthrough_works_as_written(walk):
+    demo = json.loads((REPO_ROOT / "examples" / "demo-jobs.json").read_text())
+    demo_ids = {job["id"] for job in demo}
+    outputs: dict[str, str] = {}
+    for words, background, into in walkthrough():
+        step = " ".join(words[1:3])
+        if words[1:] == ["dev", "kafka", "--port", "9092"] or words[1:3] == ["feed", "aws"]:
+            continue  # the fixture's broker; no live prices in a test
+        if background:
+            walk.start(words)
+            if words[1] == "worker":
+                walk.wait_in_log(step, "Worker ready")
+            continue
+        if words[1] == "jobs" and len(words) == 2:  # the replay is in; wait for its decisions
+            deadline = time.monotonic() + 600
+            while not all(walk.jobs().get(j, {}).get("state") in FINAL for j in demo_ids):
+                assert time.monotonic() < deadline, walk.jobs()
+                time.sleep(3)
+        done = walk.run(words)
+        if into is not None:
+            (walk.cwd / into).write_text(done.stdout)
+        expected = 1 if words[1:3] == ["submit", "examples/gcp-job.json"] else 0
+        assert done.returncode == expected, f"{' '.join(words)}:\n{done.stdout}\n{done.stderr}"
+        assert "Traceback" not in done.stderr, done.stderr
+        outputs[" ".join(words[1:3])] = done.stdout
+
+    # submit answers for each job: the demo jobs queued until their release's epoch
+    answer = outputs["submit examples/demo-jobs.json"]
+    for job_id in demo_ids:
+        assert re.search(rf"^{job_id}: queued: decided from the epoch at or after 2023-03",
+                         answer, re.MULTILINE), answer
+    # the rejected job and its reason: in submit's answer, in `jobs` and in `dead-letters`
+    rejected = outputs["submit examples/gcp-job.json"]
+    assert re.search(r"^gemma-2b-sft: rejected: allowed_markets=\['gcp/.*expected markets of "
+                     "the catalogue", rejected, re.MULTILINE), rejected
+    assert "0 accepted or queued, 1 rejected" in rejected
+    assert "cancelled eval-sweep at 2023-03-08 12:00:00 UTC (--at)" in outputs["cancel eval-sweep"]
+    assert "(20 jobs)" in outputs["replay --bootstrap-servers"]
+
+    jobs = walk.jobs()
+    assert jobs["gemma-2b-sft"]["state"] == "rejected"
+    assert "expected markets of the catalogue" in jobs["gemma-2b-sft"]["detail"]
+    assert jobs["eval-sweep"]["state"] == "cancelled"
+    for job_id in demo_ids - {"eval-sweep"}:  # every other demo job was decided to the end
+        assert jobs[job_id]["state"] in {"finished", "missed"}, jobs[job_id]
+        assert jobs[job_id]["first_epoch"] is not None and jobs[job_id]["cost_usd"] > 0
+    assert len([j for j in jobs if j.startswith("job-")]) == 20
+    table = outputs["jobs"]
+    assert "gemma-2b-sft" in table and "rejected" in table and "cancelled" in table
+    history = outputs["jobs eval-sweep"]
+    assert history.startswith("eval-sweep: cancelled") and "release (cancelled)" in history
+    letters = outputs["dead-letters"]
+    assert "gemma-2b-sft" in letters and "allowed_markets" in letters, letters
+    status = outputs["status"]
+    assert "workers alive: 1" in status and re.search(r"last epoch closed: \d+ at 2023-", status)
+    assert "release" in outputs["decisions"] and "risk-aware" in outputs["decisions"]
+
+    # the connectors apply the decisions: the log prints them, the sim on the replay's market
+    walk.wait_in_log("connector log", "job=llama-8b-sft")
+    sim = walk.wait_in_log("connector sim", "applied llama-8b-sft")
+    assert "dead letter" not in sim and "error:" not in sim, sim[-3000:]
+    assert os.environ.get("SPOTSCHED_APP_ID") is None  # the test's settings stayed its own

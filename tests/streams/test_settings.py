@@ -8,6 +8,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter
 from typer.testing import CliRunner
 
+from solver.policies.spec import RECOMMENDED
 from streams.cli import app
 from streams.runtime import serve_metrics
 from streams.settings import Settings, load_settings
@@ -70,3 +71,17 @@ def test_a_missing_ca_file_is_one_line_from_every_client_command(tmp_path):
                          f"'{tmp_path / 'missing-ca.pem'}': expected an existing file "
                          "(no such file)"], command
         assert SECRET not in result.output
+
+
+def test_the_default_policy_is_a_valid_online_spec_read_without_loading_the_policies():
+    import subprocess
+    import sys
+
+    from solver.policies import check_spec
+
+    assert str(check_spec(RECOMMENDED, online=True)) == RECOMMENDED
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys; from streams.settings import load_settings; "
+         "load_settings(); print('solver.policies.registry' in sys.modules)"],
+        capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "False"

@@ -76,12 +76,13 @@ def command_settings(**overrides: object) -> Settings:
         fail(exc)
 
 
-def one_shot_settings(**overrides: object) -> Settings:
+def one_shot_settings(follow: bool = False, **overrides: object) -> Settings:
     """:func:`command_settings` of a command that answers and exits: it gives up on a broker
-    after :data:`ONE_SHOT_BROKER_SECONDS`."""
+    after :data:`ONE_SHOT_BROKER_SECONDS`; one that ``follow``s waits out outages as workers
+    do."""
     from streams.settings import env_name
 
-    if env_name("broker_timeout_seconds") not in os.environ:
+    if not follow and env_name("broker_timeout_seconds") not in os.environ:
         overrides.setdefault("broker_timeout_seconds", ONE_SHOT_BROKER_SECONDS)
     return command_settings(**overrides)
 

@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from streams.cli.app import app
-from streams.cli.common import broker_logging, command_settings
-from streams.cli.errors import console, fail
+from streams.cli.common import broker_logging, one_shot_settings, run_on_broker
+from streams.cli.errors import console
 from streams.cli.options import Broker
 
 
@@ -22,14 +22,11 @@ def decisions(
         help="Consumer group: resume where it left off.")] = None,
 ) -> None:
     """Tail provisioning decisions as a table or JSON lines."""
-    import asyncio
-
     from streams.contract import ProvisioningDecision, dump_event
     from streams.kafka.clients import read_decisions
-    from streams.kafka.connect import BrokerError
     from streams.reports.decisions import decisions_table
 
-    settings = command_settings(bootstrap_servers=bootstrap_servers)
+    settings = one_shot_settings(follow, bootstrap_servers=bootstrap_servers)
     broker_logging()
 
     async def tail() -> None:
@@ -46,7 +43,4 @@ def decisions(
         if not json_lines and not follow:
             console.print(decisions_table(rows, console))
 
-    try:
-        asyncio.run(tail())
-    except (ValueError, BrokerError) as exc:
-        fail(exc)
+    run_on_broker(tail())

@@ -46,7 +46,7 @@ def jobs(
     from streams.kafka.topic_reader import read_topics
     from streams.reports.job_book import BOOK_TYPES, JobBook
 
-    settings = one_shot_settings(bootstrap_servers=bootstrap_servers)
+    settings = one_shot_settings(follow, bootstrap_servers=bootstrap_servers)
     broker_logging()
     topics = settings.topics
     book = JobBook(topics.job_events)
@@ -155,7 +155,7 @@ def dead_letters(
     from streams.contract import DeadLetter, dump_event
     from streams.kafka.topic_reader import read_topics
 
-    settings = one_shot_settings(bootstrap_servers=bootstrap_servers)
+    settings = one_shot_settings(follow, bootstrap_servers=bootstrap_servers)
     broker_logging()
     letters: list[DeadLetter] = []
 

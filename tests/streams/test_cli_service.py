@@ -49,7 +49,8 @@ def imported() -> None:
 
 @pytest.mark.parametrize("args", [
     ["submit", "examples/demo-jobs.json"], ["cancel", "eval-sweep"], ["jobs"],
-    ["dead-letters"], ["status"], ["finish", "eval-sweep", "--at", "2023-03-08T12:00:00Z"],
+    ["dead-letters"], ["status"], ["decisions"],
+    ["finish", "eval-sweep", "--at", "2023-03-08T12:00:00Z"],
 ])
 def test_a_silent_broker_ends_a_one_shot_command_within_10_s(args, monkeypatch, imported):
     monkeypatch.chdir(REPO_ROOT)

@@ -63,7 +63,7 @@ def submit(
         "--wait", metavar="<seconds>", help="Longest wait for the answers.",
         callback=at_least(0.0, "a number of seconds >= 0"))] = DEFAULT_WAIT_SECONDS,
 ) -> None:
-    """Submit the jobs of a file and wait for the service's answer to each.
+    """Submit a file's jobs and wait for the service's answers.
 
     Each job is checked against the event contract and published, stamped with its release
     (or now, if earlier). The answer: accepted at an epoch, queued until its release's epoch,
@@ -195,7 +195,7 @@ def progress(
     at: At = None,
     bootstrap_servers: Broker = None,
 ) -> None:
-    """Report a job's progress: the work done so far, and the work left if it changed."""
+    """Report the work a job has done (and has left)."""
     from streams.contract import JobProgress
 
     settings = one_shot_settings(bootstrap_servers=bootstrap_servers)

@@ -36,11 +36,12 @@ def jobs(
     json_lines: JsonLines = False,
     follow: Follow = False,
 ) -> None:
-    """Every job the service knows: its state, cost so far, progress, projected finish.
+    """Every job the service knows: its state, cost and finish.
 
-    Read from the job events, the epochs, the decisions and the dead letters on the broker.
-    States: pending (no decision yet), waiting (idle), running, cancelling, finished, missed,
-    cancelled, failed, rejected (with the reason)."""
+    Cost so far, progress, projected finish against the deadlines, read from the job
+    events, the epochs, the decisions and the dead letters on the broker. States: pending
+    (no decision yet), waiting (idle), running, cancelling, finished, missed, cancelled,
+    failed, rejected (with the reason)."""
     import json
 
     from streams.kafka.topic_reader import read_topics
@@ -151,7 +152,9 @@ def dead_letters(
         "--json", help="One JSON event per line.")] = False,
     follow: Follow = False,
 ) -> None:
-    """The messages the service rejected: reason, source topic, time and key."""
+    """The messages the service set aside, and why.
+
+    Each dead letter's time, source topic, partition and offset, key, error and reason."""
     from streams.contract import DeadLetter, dump_event
     from streams.kafka.topic_reader import read_topics
 
@@ -192,7 +195,10 @@ def _key(letter: DeadLetter) -> str:
 
 @app.command()
 def status(bootstrap_servers: Broker = None) -> None:
-    """Topics, partitions, consumer lag per group, the last epoch closed, workers alive."""
+    """Topics, consumer lag, last epoch closed, workers alive.
+
+    The app's topics (partitions, messages held), its consumer groups (state, members, lag
+    per topic), the last epoch the coordinator closed and the scheduler workers alive."""
     from streams.kafka.service_status import service_status
 
     settings = one_shot_settings(bootstrap_servers=bootstrap_servers)

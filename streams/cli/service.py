@@ -66,7 +66,7 @@ def jobs(
                 if json_lines:
                     typer.echo(json.dumps(view.as_dict(book.now)))
                 else:
-                    console.print(_change_line(view, book), highlight=False, soft_wrap=True)
+                    say(_change_line(view, book))
 
     run_on_broker(read())
     if follow:
@@ -98,51 +98,63 @@ def _change_line(view: JobView, book: JobBook) -> str:
 
 
 def _print_jobs(book: JobBook) -> None:
+    from rich import box
     from rich.table import Table
 
     now = book.now
-    table = Table("job", "state", "where / why", "done", "cost USD", "finish", "soft",
-                  "hard", title=f"{len(book.jobs)} jobs; {_epoch_line(book)}")
+    table = Table(title=f"{len(book.jobs)} jobs; {_epoch_line(book)}", box=box.SIMPLE_HEAD)
+    for name in ("job", "state", "done", "USD", "finish", "soft/hard"):
+        table.add_column(name, no_wrap=True)
     for view in book.jobs.values():
         job = view.submitted
         done, _ = view.work_done(now)
         table.add_row(
-            view.job_id, view.state, view.detail,
+            view.job_id, view.state,
             f"{100 * done / job.workload:.0f}%" if job is not None else "-",
-            f"{view.cost_usd:.2f}", shown(view.projected_finish(now)),
-            shown(job.soft_deadline if job else None), shown(job.hard_deadline if job else None))
+            f"{view.cost_usd:.2f}", short(view.projected_finish(now)),
+            f"{short(job.soft_deadline)}\n{short(job.hard_deadline)}" if job else "-")
     console.print(table)
+    for view in book.jobs.values():  # where each runs, why each was rejected or failed
+        if view.detail:
+            say(f"{view.job_id} {view.state}: {view.detail}")
+
+
+def short(time: datetime | None) -> str:
+    """A time for a narrow column: month, day and UTC time (the year is the title's)."""
+    return "-" if time is None else f"{time:%m-%d %H:%M}"
 
 
 def _print_history(view: JobView, book: JobBook) -> None:
-    from rich.table import Table
-
-    from streams.contract import DeadLetter, ProvisioningDecision
+    from streams.contract import DeadLetter, JobProgress, ProvisioningDecision
 
     job = view.submitted
-    console.print(f"{view.job_id}: {view.state}" + (f" ({view.detail})" if view.detail else ""),
-                  highlight=False, soft_wrap=True)
+    say(f"{view.job_id}: {view.state}" + (f" ({view.detail})" if view.detail else ""))
     if job is not None:
         done, source = view.work_done(book.now)
-        console.print(
-            f"work {done:g} of {job.workload:g} ({source}); cost so far {view.cost_usd:.2f} USD; "
-            f"released {shown(job.release)}, soft deadline {shown(job.soft_deadline)}, hard "
-            f"deadline {shown(job.hard_deadline)}; projected finish "
-            f"{shown(view.projected_finish(book.now))}; {_epoch_line(book)}",
-            highlight=False, soft_wrap=True)
-    table = Table("time", "event", "epoch", "market", "spot", "od", "USD", "reason")
+        say(f"work {done:.3g} of {job.workload:g} ({source}); cost so far {view.cost_usd:.2f} "
+            f"USD; released {shown(job.release)}, soft deadline {shown(job.soft_deadline)}, "
+            f"hard deadline {shown(job.hard_deadline)}; projected finish "
+            f"{shown(view.projected_finish(book.now))}; {_epoch_line(book)}")
     for event in sorted(view.history, key=lambda e: (isinstance(e, DeadLetter), e.event_time)):
         if isinstance(event, ProvisioningDecision):
-            table.add_row(shown(event.slot_start), event.action + (
-                f" ({event.release_cause})" if event.release_cause else ""), str(event.epoch),
-                event.market, str(event.spot), str(event.on_demand),
-                f"{event.expected_cost_usd:.2f}", event.reason)
+            cause = f" ({event.release_cause})" if event.release_cause else ""
+            say(f"  {shown(event.slot_start)} epoch {event.epoch} {event.action}{cause} "
+                f"{event.market} spot={event.spot} on-demand={event.on_demand} "
+                f"${event.expected_cost_usd:.2f}: {event.reason}")
         elif isinstance(event, DeadLetter):
-            table.add_row(shown(event.event_time), "rejected", "", "", "", "", "", event.reason)
+            say(f"  {shown(event.event_time)} rejected: {event.reason}")
+        elif isinstance(event, JobProgress):
+            left = "" if event.remaining_work is None else f", {event.remaining_work:.3g} left"
+            say(f"  {shown(event.event_time)} progress: {event.work_done:.3g} done{left}")
         else:
-            table.add_row(shown(event.event_time), event.type.removeprefix("job_"),
-                          "", "", "", "", "", getattr(event, "reason", None) or "")
-    console.print(table)
+            why = getattr(event, "reason", None)
+            say(f"  {shown(event.event_time)} {event.type.removeprefix('job_')}"
+                + (f": {why}" if why else ""))
+
+
+def say(line: str) -> None:
+    """One line of output, wrapped at the terminal's width, never cut."""
+    console.print(line, highlight=False, soft_wrap=True)
 
 
 @app.command("dead-letters")
@@ -169,23 +181,20 @@ def dead_letters(
             if json_lines:
                 typer.echo(dump_event(event).decode())
             elif follow:
-                console.print(f"{shown(event.event_time)} {event.source_topic} "
-                              f"{_key(event)} {event.error_type}: {event.reason}",
-                              highlight=False, soft_wrap=True)
+                say(_letter_line(event))
             else:
                 letters.append(event)
 
     run_on_broker(read())
     if not json_lines and not follow:
-        from rich.table import Table
-
-        table = Table("time", "source", "at", "key", "error", "reason",
-                      title=f"{len(letters)} dead letters on {settings.topics.dead_letters}")
+        say(f"{len(letters)} dead letters on {settings.topics.dead_letters}")
         for letter in letters:
-            table.add_row(shown(letter.event_time), letter.source_topic,
-                          f"{letter.partition}@{letter.offset}", _key(letter),
-                          letter.error_type, letter.reason)
-        console.print(table)
+            say(_letter_line(letter))
+
+
+def _letter_line(letter: DeadLetter) -> str:
+    return (f"{shown(letter.event_time)} {letter.source_topic}[{letter.partition}]@"
+            f"{letter.offset} key={_key(letter)} {letter.error_type}: {letter.reason}")
 
 
 def _key(letter: DeadLetter) -> str:
@@ -207,24 +216,25 @@ def status(bootstrap_servers: Broker = None) -> None:
 
 
 def _print_status(state: ServiceStatus, where: str) -> None:
+    from rich import box
     from rich.table import Table
 
-    topics = Table("topic", "partitions", "messages", title=f"topics at {where}")
+    topics = Table("topic", "partitions", "messages", title=f"topics at {where}",
+                   box=box.SIMPLE_HEAD)
     for topic in state.topics:
         topics.add_row(topic.name, str(topic.partitions), f"{topic.messages:,}")
     console.print(topics)
     if state.missing:
-        console.print(f"missing topics: {', '.join(state.missing)} (a worker creates them)",
-                      highlight=False, soft_wrap=True)
-    groups = Table("group", "state", "members", "lag", title=f"consumer groups of {state.app_id}")
+        say(f"missing topics: {', '.join(state.missing)} (a worker creates them)")
+    groups = Table("group", "state", "members", "lag", box=box.SIMPLE_HEAD,
+                   title=f"consumer groups of {state.app_id}")
     for group in state.groups:
         groups.add_row(group.group, group.state, str(len(group.members)),
                        ", ".join(f"{t} {n:,}" for t, n in sorted(group.lag.items())) or "-")
     console.print(groups)
     last = state.last_epoch
-    console.print("last epoch closed: " + (
-        "none" if last is None else f"{last.epoch} at {shown(last.event_time)} UTC"),
-        highlight=False)
-    console.print(f"workers alive: {len(state.workers)}"
-                  + (f" ({', '.join(state.workers)})" if state.workers else
-                     " (start one with `spotsched worker`)"), highlight=False, soft_wrap=True)
+    say("last epoch closed: " + (
+        "none" if last is None else f"{last.epoch} at {shown(last.event_time)} UTC"))
+    say(f"workers alive: {len(state.workers)}" + (
+        f" ({', '.join(state.workers)})" if state.workers else
+        " (start one with `spotsched worker`)"))

@@ -52,17 +52,30 @@ def jobs(
     topics = settings.topics
     book = JobBook(topics.job_events)
 
+    live = False
+
+    def now_live() -> None:  # following: the state so far, then one line per change
+        nonlocal live
+        live = True
+        if json_lines:
+            typer.echo(json.dumps([v.as_dict(book.now) for v in book.jobs.values()
+                                   if job_id in (None, v.job_id)]))
+        else:
+            _print_jobs(book, job_id)
+
     async def read() -> None:
         states: dict[str, tuple[str, str]] = {}
         async for _, event in read_topics(
                 settings, [topics.job_events, topics.decisions, topics.dead_letters],
-                BOOK_TYPES, follow=follow):
+                BOOK_TYPES, follow=follow, caught_up=now_live if follow else None):
             view = book.add(event)
-            if not follow or view is None or (job_id is not None and view.job_id != job_id):
+            if view is None or (job_id is not None and view.job_id != job_id):
                 continue
-            now = (view.state, view.detail)
-            if states.get(view.job_id) != now:
-                states[view.job_id] = now
+            state = (view.state, view.detail)
+            if states.get(view.job_id) != state:
+                states[view.job_id] = state
+                if not live:
+                    continue
                 if json_lines:
                     typer.echo(json.dumps(view.as_dict(book.now)))
                 else:
@@ -97,15 +110,18 @@ def _change_line(view: JobView, book: JobBook) -> str:
     return " ".join(p for p in (shown(book.now), view.job_id, view.state, view.detail) if p)
 
 
-def _print_jobs(book: JobBook) -> None:
+def _print_jobs(book: JobBook, only: str | None = None) -> None:
+    """The jobs (or job ``only``) as a table, with where each runs or why it was rejected or
+    failed below."""
     from rich import box
     from rich.table import Table
 
     now = book.now
+    views = [v for v in book.jobs.values() if only in (None, v.job_id)]
     table = Table(title=f"{len(book.jobs)} jobs; {_epoch_line(book)}", box=box.SIMPLE_HEAD)
     for name in ("job", "state", "done", "USD", "finish", "soft/hard"):
         table.add_column(name, no_wrap=True)
-    for view in book.jobs.values():
+    for view in views:
         job = view.submitted
         done, _ = view.work_done(now)
         table.add_row(
@@ -114,7 +130,7 @@ def _print_jobs(book: JobBook) -> None:
             f"{view.cost_usd:.2f}", short(view.projected_finish(now)),
             f"{short(job.soft_deadline)}\n{short(job.hard_deadline)}" if job else "-")
     console.print(table)
-    for view in book.jobs.values():  # where each runs, why each was rejected or failed
+    for view in views:  # where each runs, why each was rejected or failed
         if view.detail:
             say(f"{view.job_id} {view.state}: {view.detail}")
 

@@ -6,7 +6,7 @@ of the jobs skips the forecasts without parsing them."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -84,10 +84,12 @@ async def read_topics(
     types: Collection[str] | None = None,
     follow: bool = False,
     start: Offsets | None = None,
+    caught_up: Callable[[], None] | None = None,
 ) -> AsyncIterator[tuple[str, Envelope]]:
     """``(topic, event)`` for each message of ``topics`` whose type is one of ``types`` (all
     when ``None``), from ``start`` (default: the beginning) up to the ends of the moment, or
-    on when ``follow``; an undecodable message is skipped and logged."""
+    on when ``follow`` (calling ``caught_up`` once those ends are read); an undecodable
+    message is skipped and logged."""
     wanted = None if types is None else {(TYPE_PREFIX + t).encode() for t in types}
     consumer = await open_reader(settings, f"reading {', '.join(topics)}")
     try:
@@ -100,8 +102,12 @@ async def read_topics(
                 await consumer.seek_to_beginning(tp)
         ends = await consumer.end_offsets(assigned)
         while True:
-            if not follow and await _caught_up(consumer, ends):
-                return
+            if (not follow or caught_up is not None) and await _caught_up(consumer, ends):
+                if not follow:
+                    return
+                if caught_up is not None:
+                    caught_up()
+                    caught_up = None
             batch = await consumer.getmany(timeout_ms=int(POLL_SECONDS * 1000))
             for tp, messages in batch.items():
                 for message in messages:

@@ -7,12 +7,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from connectors.worker import STATE_KINDS, WorkerOptions, state_file
 from streams.kafka.connect import start_client
-from streams.kafka.topic_reader import partitions_of
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -24,15 +23,20 @@ async def reset_connector(settings: Settings, options: WorkerOptions) -> list[Pa
     group = options.group_id(settings)
     admin = await start_client(lambda: AIOKafkaAdminClient(**settings.kafka_options()),
                                settings, f"reading group {group}")
+    topic = settings.topics.decisions
     try:
         (response,) = await admin.describe_consumer_groups([group])
         members = response.groups[0][5]
+        (described,) = await admin.describe_topics([topic])
     finally:
         await admin.close()
     if members:
         raise ValueError(f"--reset: group {group!r} has {len(members)} live member(s); expected "
                          "none: stop the connector first")
-    partitions = await partitions_of(settings, [settings.topics.decisions])
+    if described["error_code"] or not described["partitions"]:
+        raise ValueError(f"--reset: topic {topic!r} is not on the broker at "
+                         f"{settings.bootstrap_servers}: expected the decisions topic")
+    partitions = [TopicPartition(topic, p["partition"]) for p in described["partitions"]]
     consumer = await start_client(
         lambda: AIOKafkaConsumer(**settings.kafka_options(), group_id=group,
                                  enable_auto_commit=False),
@@ -50,6 +54,6 @@ async def reset_connector(settings: Settings, options: WorkerOptions) -> list[Pa
             if path.exists():
                 path.unlink()
                 removed.append(path)
-    log.info("connector group %s reset to the beginning of %s; removed %s", group,
-             settings.topics.decisions, ", ".join(map(str, removed)) or "no records")
+    log.info("connector group %s reset to the beginning of %s; removed %s", group, topic,
+             ", ".join(map(str, removed)) or "no records")
     return removed

@@ -169,3 +169,38 @@ def test_the_readme_kafka_walkthrough_works_as_written(walk):
     sim = walk.wait_in_log("connector sim", "applied llama-8b-sft")
     assert "dead letter" not in sim and "error:" not in sim, sim[-3000:]
     assert os.environ.get("SPOTSCHED_APP_ID") is None  # the test's settings stayed its own
+    _what_the_walkthrough_does_not_show(walk, [w for w, _, _ in walkthrough()])
+
+
+def _what_the_walkthrough_does_not_show(walk: Walkthrough, commands: list[list[str]]) -> None:
+    """A second replay, a sim without the trace, a connector reset, an unknown job."""
+    replay = next(w for w in commands if w[1] == "replay")
+    again = walk.run(replay)
+    assert again.returncode == 2 and "already holds ticks up to 2023-" in again.stdout, again
+
+    group = f"{walk.env['SPOTSCHED_APP_ID']}-no-trace"
+    lost = walk.run(["spotsched", "connector", "sim", "--group", group], timeout=300)
+    assert lost.returncode == 2, lost.stdout + lost.stderr
+    assert "--trace FILE" in lost.stdout and "Traceback" not in lost.stderr
+    status = walk.run(["spotsched", "status"]).stdout
+    assert not [line for line in status.splitlines()  # nothing committed: no lag to show
+                if group in line and "decisions" in line], status
+
+    sim = next(w for w in commands if w[1:3] == ["connector", "sim"])
+    busy = walk.run([*sim, "--reset"])
+    assert busy.returncode == 2 and "live member" in busy.stdout, busy.stdout
+    applied = walk.log("connector sim").count("applied ")
+    process, _ = walk.background.pop("connector sim")
+    process.terminate()
+    process.wait(timeout=60)
+    walk.start([*sim, "--reset"])  # every decision applied again, from the first
+    assert "reset to the beginning" in walk.wait_in_log("connector sim", "applied ")
+    deadline = time.monotonic() + 300
+    while walk.log("connector sim").count("applied ") < applied:
+        assert time.monotonic() < deadline, walk.log("connector sim")[-3000:]
+        time.sleep(1)
+    assert "dead letter" not in walk.log("connector sim")
+
+    unknown = walk.run(["spotsched", "cancel", "no-such-job"])
+    assert unknown.returncode == 2
+    assert unknown.stdout.startswith("error: job 'no-such-job': never submitted")

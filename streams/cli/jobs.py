@@ -2,7 +2,8 @@
 
 ``submit`` waits for the service's answer to each job. The others are stamped ``--at TIME``,
 by default the service's own time (the boundary of the last epoch closed; the wall clock
-before any), and refuse a job the service was never given."""
+before any) or the job's submission if later, and refuse a job the service was never
+given."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def event_time(value: str) -> datetime:
 At = Annotated[datetime | None, typer.Option(
     "--at", metavar="<time>", parser=event_time,
     help="Event time, ISO-8601 (UTC unless it says) or Unix seconds. Default: the service's "
-    "time, the start of the last epoch closed (the wall clock before any).")]
+    "time, the start of the last epoch closed (the wall clock before any), or the job's "
+    "submission if later.")]
 JobId = Annotated[str, typer.Argument(help="The job's id.")]
 
 
@@ -139,14 +141,16 @@ def _stamped(settings: Settings, job_id: str, at: datetime | None) -> tuple[date
         fail(ValueError(f"job {job_id!r}: never submitted to {settings.topics.job_events} at "
                         f"{settings.bootstrap_servers}; `spotsched jobs` lists the jobs"))
     if at is not None:
-        when, source = at, "--at"
-    elif service_time is not None:
+        if at < submitted.event_time:
+            fail(ValueError(f"--at {at.isoformat()}: expected a time at or after the job's "
+                            f"submission ({submitted.event_time.isoformat()})"))
+        return at, "--at"
+    if service_time is not None:
         when, source = service_time, "the service's time, its last epoch"
     else:
         when, source = datetime.now(UTC), "the wall clock: no epoch closed yet"
     if when < submitted.event_time:
-        fail(ValueError(f"--at {when.isoformat()}: expected a time at or after the job's "
-                        f"submission ({submitted.event_time.isoformat()})"))
+        return submitted.event_time, "the job's submission, later than the service's time"
     return when, source
 
 

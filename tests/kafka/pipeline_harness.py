@@ -62,6 +62,7 @@ class Pipeline:
             "SPOTSCHED_BOOTSTRAP_SERVERS": self.bootstrap,
             "SPOTSCHED_JOB_PARTITIONS": str(self.job_partitions),
             "SPOTSCHED_MARKET_PARTITIONS": str(self.market_partitions),
+            "SPOTSCHED_APP_ID": self.app_id,
             "PYTHONPATH": str(REPO),
         })
         for name in Topics.model_fields:

@@ -50,8 +50,7 @@ class Walkthrough:
         self.cwd.mkdir()
         (self.cwd / "examples").symlink_to(REPO_ROOT / "examples")
         (tmp_path / "shared").symlink_to((REPO_ROOT / ".." / "shared").resolve())
-        self.env = {**pipeline.env(), "SPOTSCHED_APP_ID": pipeline.app_id,
-                    "SPOTSCHED_DATA_DIR": str(tmp_path / "state"), "COLUMNS": "200"}
+        self.env = {**pipeline.env(), "SPOTSCHED_DATA_DIR": str(tmp_path / "state")}
         self.background: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
 
     def words(self, words: list[str]) -> list[str]:

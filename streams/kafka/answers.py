@@ -63,10 +63,8 @@ async def await_answers(settings: Settings, submissions: Sequence[JobSubmitted],
             book.add(event)
 
     def answered(job_id: str) -> bool:
-        view = book.jobs.get(job_id)
-        if view is not None and (view.decisions or view.rejection is not None):
-            return True
-        return job_id in read_at and time.monotonic() - read_at[job_id] >= SETTLE_SECONDS
+        return _final(book, job_id) or (
+            job_id in read_at and time.monotonic() - read_at[job_id] >= SETTLE_SECONDS)
 
     reader = asyncio.create_task(follow())
     admin = await start_client(lambda: AIOKafkaAdminClient(**settings.kafka_options()),
@@ -109,6 +107,8 @@ def _answer(book: JobBook, submission: JobSubmitted, read: bool, last: EpochClos
         return Answer(job_id, "rejected", f"rejected: {view.rejection.reason}")
     service = ("no epoch closed yet" if last is None else
                f"the last epoch closed is {last.epoch} at {last.event_time:%Y-%m-%d %H:%M} UTC")
+    if read and last is not None and last.event_time >= submission.event_time:
+        return Answer(job_id, "queued", f"queued: decided at the next epoch; {service}")
     if read:
         return Answer(job_id, "queued", f"queued: decided from the epoch at or after "
                       f"{submission.event_time:%Y-%m-%d %H:%M} UTC; {service}")

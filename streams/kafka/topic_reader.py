@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -27,17 +26,6 @@ POLL_SECONDS = 0.5
 
 class MissingTopic(ValueError):
     """A topic the command reads is not on the broker."""
-
-
-@dataclass(frozen=True, slots=True)
-class Tail:
-    """The newest message of a partition: its offset, event type and event time (from the
-    CloudEvents headers, ``None`` when absent)."""
-
-    partition: TopicPartition
-    offset: int
-    type: str | None
-    time: datetime | None
 
 
 async def open_reader(settings: Settings, what: str) -> AIOKafkaConsumer:
@@ -134,44 +122,28 @@ async def _caught_up(consumer: AIOKafkaConsumer, ends: Offsets) -> bool:
     return True
 
 
-async def tails(settings: Settings, topic: str) -> list[Tail]:
-    """The newest message of each non-empty partition of ``topic``."""
+async def newest_time(settings: Settings, topic: str) -> datetime | None:
+    """The newest event time (CloudEvents ``ce_time``) among the last messages of ``topic``'s
+    partitions; ``None`` when the topic is missing or empty."""
     consumer = await open_reader(settings, f"reading the newest messages of {topic}")
     try:
-        assigned = await partitions_of(settings, [topic])
+        try:
+            assigned = await partitions_of(settings, [topic])
+        except MissingTopic:
+            return None
         consumer.assign(assigned)
         ends = await consumer.end_offsets(assigned)
         starts = await consumer.beginning_offsets(assigned)
-        found: list[Tail] = []
-        for tp in assigned:
-            if ends[tp] <= starts[tp]:
-                continue
+        times: list[datetime] = []
+        for tp in (tp for tp in assigned if ends[tp] > starts[tp]):
             consumer.seek(tp, ends[tp] - 1)
             message = None
-            while message is None:
+            while message is None and await consumer.position(tp) < ends[tp]:
                 batch = await consumer.getmany(tp, timeout_ms=int(POLL_SECONDS * 1000))
                 message = next(iter(batch.get(tp, ())), None)
-                if message is None and await consumer.position(tp) >= ends[tp]:
-                    break  # a transaction marker, not a message
-            if message is not None:
-                headers = dict(message.headers or ())
-                kind, at = headers.get("ce_type"), headers.get("ce_time")
-                found.append(Tail(
-                    tp, message.offset,
-                    kind.decode().removeprefix(TYPE_PREFIX) if kind else None,
-                    datetime.fromisoformat(at.decode()) if at else None))
-        return found
+            at = dict(message.headers or ()).get("ce_time") if message is not None else None
+            if at:
+                times.append(datetime.fromisoformat(at.decode()))
+        return max(times, default=None)
     finally:
         await consumer.stop()
-
-
-
-async def newest_time(settings: Settings, topic: str) -> datetime | None:
-    """The newest event time among the last messages of ``topic``'s partitions; ``None`` when
-    the topic is missing or empty."""
-    try:
-        found = await tails(settings, topic)
-    except MissingTopic:
-        return None
-    times = [t.time for t in found if t.time is not None]
-    return max(times) if times else None

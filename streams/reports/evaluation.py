@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.ticker import MaxNLocator
@@ -89,21 +90,35 @@ def case_table(result: CaseResult, title: str) -> Table:
     """Mean cost (and its ratio to the optimum's), utility, restarts and deadline misses per
     policy; under it, how many jobs the optimum planned without proof, and policy selection's
     members and regret."""
-    optimum = result.policies.get("optimum")
     captions = [c for c in (_optimum_caption(result), _selection_caption(result)) if c]
     table = report_table(title, "\n".join(captions) or None)
-    moved = any(s.mean_egress_usd for s in result.policies.values())
-    add_key_column(table, "policy")
-    add_number_columns(table, "runs", "mean cost USD", "vs optimum", "mean utility", "restarts",
-                       "hard miss", "soft miss", *(["migrations", "egress USD"] if moved else []))
-    for name, s in result.policies.items():
-        ratio = f"{s.mean_cost_usd / optimum.mean_cost_usd:.3f}" if optimum and \
-            optimum.mean_cost_usd > 0 else "—"
-        moves = [f"{s.mean_migrations:.1f}", f"{s.mean_egress_usd:,.2f}"] if moved else []
-        table.add_row(name, str(s.runs), f"{s.mean_cost_usd:,.2f}", ratio,
-                      f"{s.mean_utility:,.2f}", f"{s.mean_restarts:.1f}",
-                      str(s.hard_deadline_misses), str(s.soft_deadline_misses), *moves)
+    columns, rows = case_rows(case_entry(result))
+    add_key_column(table, columns[0])
+    add_number_columns(table, *columns[1:])
+    for row in rows:
+        table.add_row(*row)
     return table
+
+
+def case_rows(entry: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The columns and the rows, one per policy, of a case's table, from its summary entry
+    (:func:`case_entry`, as written in the JSON); migrations and egress only where a policy
+    paid for a move."""
+    policies: Mapping[str, Mapping[str, Any]] = entry["policies"]
+    optimum = policies.get("optimum")
+    moved = any(s["mean_egress_usd"] for s in policies.values())
+    columns = ["policy", "runs", "mean cost USD", "vs optimum", "mean utility", "restarts",
+               "hard miss", "soft miss"] + (["migrations", "egress USD"] if moved else [])
+    rows = []
+    for name, s in policies.items():
+        ratio = f"{s['mean_cost_usd'] / optimum['mean_cost_usd']:.3f}" if optimum and \
+            optimum["mean_cost_usd"] > 0 else "—"
+        moves = [f"{s['mean_migrations']:.1f}", f"{s['mean_egress_usd']:,.2f}"] if moved \
+            else []
+        rows.append([name, str(s["runs"]), f"{s['mean_cost_usd']:,.2f}", ratio,
+                     f"{s['mean_utility']:,.2f}", f"{s['mean_restarts']:.1f}",
+                     str(s["hard_deadline_misses"]), str(s["soft_deadline_misses"]), *moves])
+    return columns, rows
 
 
 def _optimum_caption(result: CaseResult) -> str | None:
@@ -150,26 +165,30 @@ def sensitivity_table(points: Sequence[SensitivityPoint]) -> Table:
     return table
 
 
+def case_entry(result: CaseResult, values: ForecastValues | None = None) -> dict[str, Any]:
+    """A case's summary: ``{"name": ..., "policies": {policy: stats}, ...}``."""
+    entry: dict[str, Any] = {
+        "name": result.name, "policies": {p: s.as_dict() for p, s in result.policies.items()}}
+    if "optimum" in result.policies:
+        entry["optimum_unproven_jobs"] = result.unproven_optimum
+    if result.pool:
+        entry["selection"] = result.selection
+        entry["selection_members"] = {
+            m: {"mean_cost_usd": c, "hard_deadline_misses": n}
+            for m, c, n in zip(result.pool, result.member_costs, result.member_misses,
+                               strict=True)}
+    if values is not None:
+        entry["value_of_forecasts"] = {
+            planner: {kind: s.as_dict() for kind, s in by_kind.items()}
+            for planner, by_kind in values.items()}
+    return entry
+
+
 def summary(results: Sequence[CaseResult],
             values: Sequence[ForecastValues] = ()) -> dict[str, object]:
-    """``{"scenarios": [{"name": ..., "policies": {policy: stats}, ...}]}``."""
-    out = []
-    for k, r in enumerate(results):
-        entry: dict[str, object] = {
-            "name": r.name, "policies": {p: s.as_dict() for p, s in r.policies.items()}}
-        if "optimum" in r.policies:
-            entry["optimum_unproven_jobs"] = r.unproven_optimum
-        if r.pool:
-            entry["selection"] = r.selection
-            entry["selection_members"] = {
-                m: {"mean_cost_usd": c, "hard_deadline_misses": n}
-                for m, c, n in zip(r.pool, r.member_costs, r.member_misses, strict=True)}
-        if values:
-            entry["value_of_forecasts"] = {
-                planner: {kind: s.as_dict() for kind, s in by_kind.items()}
-                for planner, by_kind in values[k].items()}
-        out.append(entry)
-    return {"scenarios": out}
+    """``{"scenarios": [case_entry, ...]}``."""
+    return {"scenarios": [case_entry(r, values[k] if values else None)
+                          for k, r in enumerate(results)]}
 
 
 def write_json(path: Path, results: Sequence[CaseResult],

@@ -1,0 +1,235 @@
+"""Generate ``docs/results/*.md``: every table on those pages is printed from the JSON of a
+real ``spotsched evaluate`` run, stamped with its command, the commit and the date.
+
+    python bench/results.py [--windows 30] [--page NAME ...] [--out docs/results]
+                            [--workers N] [--no-cache]
+
+Each page is a list of evaluations of the public traces (``SPOTSCHED_TRACES_DIR``, default
+``../shared/traces``); ``--windows`` sets the seeded windows of each (the evaluations with
+fixed windows keep theirs). The evaluations use ``spotsched evaluate``'s cache, so a re-run of
+unchanged code reads them back in seconds. ``--page`` picks pages (default: every one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from streams.reports.evaluation import case_rows  # noqa: E402
+
+TRACES = os.environ.get("SPOTSCHED_TRACES_DIR", "../shared/traces")
+SIX_ZONES = f"{TRACES}/skynomad-artifact/aws_p3.2xlarge_availability_and_spot_price_" \
+    "2023-02-15_to_2023-04-02.csv.gz"
+SIXTEEN_NODES = tuple(
+    f"{TRACES}/skypilot-spot-traces/availability/16-node/aws-08-27-2023/{zone}_v100_1.json"
+    for zone in ("us-east-2b", "us-west-2a", "us-west-2c"))
+
+
+@dataclass(frozen=True)
+class Run:
+    """One ``spotsched evaluate`` run: a heading, what it shows, and its arguments; ``seeded``
+    runs take the generator's ``--windows``."""
+
+    heading: str
+    about: str
+    args: tuple[str, ...]
+    seeded: bool = True
+
+    def command(self, windows: int) -> list[str]:
+        """The arguments after ``spotsched``."""
+        return ["evaluate", *self.args, *(["--windows", str(windows)] if self.seeded else [])]
+
+
+@dataclass(frozen=True)
+class Page:
+    """A results page: its file name (without ``.md``), title, introduction and runs."""
+
+    name: str
+    title: str
+    about: str
+    runs: tuple[Run, ...]
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """Where a table comes from: the command, the commit, when, and how long it took."""
+
+    command: str
+    commit: str
+    date: str
+    seconds: float
+    load: str
+
+
+PAGES = (
+    Page("cant-be-late", "Can't Be Late on six AWS zones",
+         "One single-instance job per zone and window, confined to its zone, on the six "
+         "p3.2xlarge zones of the SkyNomad trace; the six cases of [the scenario]"
+         "(../evaluation.md#scenarios). `vs optimum` is the mean cost over the hindsight "
+         "optimum's on the same windows.",
+         (Run("Learned forecast distributions (the default)",
+              "Every policy online and causal; the planners on the distributions their "
+              "forecasters learn from the trace before each window.",
+              ("--trace", SIX_ZONES, "--scenario", "cant-be-late")),
+          Run("A market that follows the model",
+              "Availability redrawn from the capacity model fitted to the whole trace "
+              "(`--resample 1`), prices kept: the forecasters learn the very model that drew "
+              "the market ([method](../evaluation.md#planning-or-information)).",
+              ("--trace", SIX_ZONES, "--scenario", "cant-be-late", "--resample", "1",
+               "--policy", "prediction-free", "--policy", "risk-aware",
+               "--policy", "optimum")))),
+    Page("multi-region", "Multi-region: SkyNomad's task",
+         "One single-instance job free to move between zones, its checkpoint's moves billed "
+         "for egress ([the scenario](../evaluation.md#the-multi-region-scenario)).",
+         (Run("The V100 task of SkyNomad's artifact",
+              "Three zones in three regions, the artifact's windows 3, 5, 7, 8 and 14, a 50 GB "
+              "checkpoint; the completion slot is billed.",
+              ("--trace", SIX_ZONES, "--scenario", "multi-region", "--zone", "us-east-1c",
+               "--zone", "us-east-2b", "--zone", "us-west-2a", "--window-index", "3",
+               "--window-index", "5", "--window-index", "7", "--window-index", "8",
+               "--window-index", "14", "--checkpoint-gb", "50"), seeded=False),
+          Run("Six zones, 0 / 50 / 500 GB checkpoints",
+              "Every zone of the trace, seeded windows, a case per checkpoint size.",
+              ("--trace", SIX_ZONES, "--scenario", "multi-region")))),
+    Page("fine-tune", "Fine-tuning jobs competing for spot",
+         "Eight competing multi-instance fine-tuning jobs per week-long window on the six "
+         "zones, hourly slots ([the scenario](../evaluation.md#scenarios)); the hindsight "
+         "optimum is left out (an integer program of minutes per window).",
+         (Run("Learned forecast distributions",
+              "Every policy but the optimum.",
+              ("--trace", SIX_ZONES, "--scenario", "fine-tune")),)),
+    Page("scarce", "Scarce capacity: elastic jobs colliding",
+         "Twelve competing elastic jobs per 48-hour window on three 16-node AWS V100 "
+         "availability traces ([the scenario](../evaluation.md#scenarios)); spot at 30 % of "
+         "the on-demand price where the trace has none; no optimum.",
+         (Run("Learned forecast distributions",
+              "Every policy but the optimum, and three settings of `prediction-free`'s σ.",
+              ("--scenario", "scarce", *(a for t in SIXTEEN_NODES for a in ("--trace", t)),
+               "--policy", "uniform-progress", "--policy", "prediction-free",
+               "--policy", "prediction-free:sigma=0.75", "--policy", "prediction-free:sigma=0.5",
+               "--policy", "chc", "--policy", "risk-aware", "--policy", "policy-selection")),)),
+)
+
+
+def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A GitHub markdown table, numbers right-aligned."""
+    align = ["---" if c == columns[0] else "---:" for c in columns]
+    lines = [columns, align, *rows]
+    return "\n".join("| " + " | ".join(line) + " |" for line in lines)
+
+
+def case_section(entry: Mapping[str, Any]) -> str:
+    """A case of an evaluation's JSON: its table, then what the JSON says under it."""
+    columns, rows = case_rows(entry)
+    parts = [f"#### {entry['name']}", "", markdown_table(columns, rows)]
+    notes = []
+    if entry.get("optimum_unproven_jobs"):
+        notes.append(f"`optimum`: {entry['optimum_unproven_jobs']} jobs planned by a search a "
+                     "solver limit stopped; the true optimum may be cheaper.")
+    members = entry.get("selection_members")
+    if members:
+        notes.append(f"`{entry['selection']}`'s members in its shadows, mean cost USD (hard "
+                     "misses): " + ", ".join(
+                         f"{m} {s['mean_cost_usd']:,.2f} ({s['hard_deadline_misses']})"
+                         for m, s in members.items()) + ".")
+    if notes:
+        parts += ["", *notes]
+    return "\n".join(parts)
+
+
+def run_section(run: Run, stamp: Stamp, evaluation: Mapping[str, Any]) -> str:
+    """A run's heading, its stamp and a table per case."""
+    header = [f"### {run.heading}", "", run.about, "",
+              f"Generated by `{stamp.command}` at commit `{stamp.commit}` on {stamp.date} "
+              f"({stamp.seconds:,.0f} s, load average {stamp.load}).", ""]
+    return "\n".join(header) + "\n" + "\n\n".join(
+        case_section(entry) for entry in evaluation["scenarios"])
+
+
+def render_page(page: Page, windows: int, generator: str,
+                runs: Sequence[tuple[Run, Stamp, Mapping[str, Any]]]) -> str:
+    """A results page: title, what it shows, the windows, then every run's tables."""
+    head = [f"# {page.title}", "",
+            "Generated; do not edit. Every table is printed from the JSON of the "
+            f"`spotsched evaluate` command above it (`{generator}` writes this page).", "",
+            page.about, "",
+            f"Seeded evaluations here ran {windows} window{'s' * (windows != 1)} per case "
+            "(the evaluation's default is 30); with few windows the means are noisy. Mean "
+            "cost and utility are USD per job; restarts are per job; misses are jobs.", ""]
+    return "\n".join(head) + "\n" + "\n\n".join(
+        run_section(*r) for r in runs) + "\n"
+
+
+def git_commit() -> str:
+    """The checkout's commit, ``-dirty`` when the code that decides (``solver``, ``streams``)
+    differs from it."""
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              check=False)
+
+    commit = git("rev-parse", "--short=12", "HEAD").stdout.strip()
+    return commit + ("-dirty" if git("diff", "--quiet", "HEAD", "--", "solver",
+                                     "streams").returncode else "")
+
+
+def evaluate(run: Run, windows: int, extra: Sequence[str]) -> tuple[Stamp, dict[str, Any]]:
+    """Play ``run`` with this checkout's code; its stamp and JSON summary."""
+    args = run.command(windows)
+    with tempfile.TemporaryDirectory() as folder:
+        summary = Path(folder) / "evaluation.json"
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "streams", *args, *extra, "--json", str(summary)],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+        seconds = time.perf_counter() - start
+        if done.returncode != 0:
+            sys.exit(f"spotsched {shlex.join(args)}: exit status {done.returncode}")
+        evaluation = json.loads(summary.read_text())
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return Stamp(f"spotsched {shlex.join(args)}", git_commit(), date, seconds,
+                 load), evaluation
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    names = [p.name for p in PAGES]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--windows", type=int, default=30,
+                        help="seeded windows per case (default 30)")
+    parser.add_argument("--page", action="append", choices=names,
+                        help="a page to generate, repeatable (default: every one)")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
+    parser.add_argument("--workers", type=int, help="spotsched evaluate's --workers")
+    parser.add_argument("--no-cache", action="store_true", help="play every cell again")
+    options = parser.parse_args(argv)
+    if options.windows < 1:
+        parser.error(f"--windows {options.windows}: expected a count >= 1")
+    extra = [*(["--workers", str(options.workers)] if options.workers else []),
+             *(["--no-cache"] if options.no_cache else [])]
+    generator = shlex.join(["python", "bench/results.py", "--windows", str(options.windows)])
+    options.out.mkdir(parents=True, exist_ok=True)
+    for page in PAGES:
+        if options.page and page.name not in options.page:
+            continue
+        runs = [(run, *evaluate(run, options.windows, extra)) for run in page.runs]
+        path = options.out / f"{page.name}.md"
+        path.write_text(render_page(page, options.windows, generator, runs))
+        print(f"wrote {path}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

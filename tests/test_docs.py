@@ -1,12 +1,28 @@
-"""The results pages render from an evaluation's JSON."""
+"""The README's Python example runs and it gives CI's test command; the results pages render
+from an evaluation's JSON."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from bench.results import PAGES, Run, Stamp, render_page
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_readme_python_example_runs(capsys) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert len(blocks) == 1, "the README has one Python example"
+    assert len(blocks[0].splitlines()) <= 15
+    exec(compile(blocks[0], "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert re.search(r"^slot 0: llama-8b \S+ spot=\d+ on_demand=\d+$", out, re.M), out
+
+
+def test_readme_gives_the_test_command_ci_runs() -> None:
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip()]
+    assert ci[-1] in (ROOT / "README.md").read_text()
 
 
 def _stats(cost: float, egress: float = 0.0) -> dict[str, float | int]:

@@ -116,7 +116,7 @@ def case_rows(entry: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
         moves = [f"{s['mean_migrations']:.1f}", f"{s['mean_egress_usd']:,.2f}"] if moved \
             else []
         rows.append([name, str(s["runs"]), f"{s['mean_cost_usd']:,.2f}", ratio,
-                     f"{s['mean_utility']:,.2f}", f"{s['mean_restarts']:.1f}",
+                     f"{round(s['mean_utility'], 2) + 0.0:,.2f}", f"{s['mean_restarts']:.1f}",
                      str(s["hard_deadline_misses"]), str(s["soft_deadline_misses"]), *moves])
     return columns, rows
 

@@ -34,7 +34,8 @@ def _stats(cost: float, egress: float = 0.0) -> dict[str, float | int]:
 def test_results_page_renders_an_evaluation_with_its_stamp() -> None:
     evaluation = {"scenarios": [{
         "name": "multi-region 3 zones 50GB",
-        "policies": {"greedy": _stats(46.04, egress=6.9), "optimum": _stats(37.42)},
+        "policies": {"on-demand": {**_stats(122.99), "mean_utility": -1e-13},
+                     "greedy": _stats(46.04, egress=6.9), "optimum": _stats(37.42)},
         "optimum_unproven_jobs": 0,
         "selection": "policy-selection",
         "selection_members": {"risk-aware": {"mean_cost_usd": 46.2,
@@ -49,5 +50,6 @@ def test_results_page_renders_an_evaluation_with_its_stamp() -> None:
     assert "ran 2 windows per case" in page
     assert "| greedy | 2 | 46.04 | 1.230 | 53.96 | 3.0 | 0 | 1 | 1.5 | 6.90 |" in page
     assert "| optimum | 2 | 37.42 | 1.000 |" in page
+    assert "| on-demand | 2 | 122.99 | 3.287 | 0.00 |" in page
     assert "risk-aware 46.20 (0)" in page
     assert run.command(2) == ["evaluate", "--scenario", "multi-region", "--windows", "2"]

@@ -29,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from streams.reports.evaluation import case_rows  # noqa: E402
+from streams.reports.evaluation import case_rows, forecast_rows  # noqa: E402
 
 TRACES = os.environ.get("SPOTSCHED_TRACES_DIR", "../shared/traces")
 SIX_ZONES = f"{TRACES}/skynomad-artifact/aws_p3.2xlarge_availability_and_spot_price_" \
@@ -115,6 +115,15 @@ PAGES = (
               ("--trace", SIX_ZONES, "--scenario", "cant-be-late", "--resample", "1",
                "--policy", "prediction-free", "--policy", "risk-aware",
                "--policy", "optimum")),)),
+    Page("value-of-forecasts", "Can't Be Late: the value of forecasts",
+         "The planners on perfect forecasts, on the learned forecasts read as certain "
+         "(`point`) and on the learned distributions, with the hindsight optimum for scale, on "
+         "the six zones ([method](../evaluation.md#value-of-forecasts)).",
+         (Run("Perfect, point and distribution forecasts",
+              "`risk-aware` and `chc` on each kind of forecast; the table above each study "
+              "gives the optimum.",
+              ("--trace", SIX_ZONES, "--scenario", "cant-be-late", "--value-of-forecasts",
+               "--policy", "risk-aware", "--policy", "optimum")),)),
     Page("multi-region", "Multi-region: SkyNomad's task",
          "One single-instance job free to move between zones, its checkpoint's moves billed "
          "for egress ([the scenario](../evaluation.md#the-multi-region-scenario)).",
@@ -171,6 +180,10 @@ def case_section(entry: Mapping[str, Any]) -> str:
                          for m, s in members.items()) + ".")
     if notes:
         parts += ["", *notes]
+    if "value_of_forecasts" in entry:
+        parts += ["", "Value of forecasts: mean cost USD (hard misses) of each planner on each "
+                  "kind of forecast.", "",
+                  markdown_table(*forecast_rows(entry["value_of_forecasts"]))]
     return "\n".join(parts)
 
 

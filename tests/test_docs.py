@@ -39,7 +39,9 @@ def test_results_page_renders_an_evaluation_with_its_stamp() -> None:
         "optimum_unproven_jobs": 0,
         "selection": "policy-selection",
         "selection_members": {"risk-aware": {"mean_cost_usd": 46.2,
-                                             "hard_deadline_misses": 0}}}]}
+                                             "hard_deadline_misses": 0}},
+        "value_of_forecasts": {"chc": {"oracle": _stats(38.0), "point": _stats(45.5),
+                                       "distribution": _stats(41.25)}}}]}
     run = Run("The task", "What it shows.", ("--scenario", "multi-region"))
     stamp = Stamp("spotsched evaluate --scenario multi-region --windows 2", "0123abcd4567",
                   "2026-12-02 13:00 UTC", 12.3, "1.0 / 2.0 / 3.0")
@@ -52,4 +54,6 @@ def test_results_page_renders_an_evaluation_with_its_stamp() -> None:
     assert "| optimum | 2 | 37.42 | 1.000 |" in page
     assert "| on-demand | 2 | 122.99 | 3.287 | 0.00 |" in page
     assert "risk-aware 46.20 (0)" in page
+    assert "| planner | perfect | learned point | learned dist. |" in page
+    assert "| chc | 38.00 (0) | 45.50 (0) | 41.25 (0) |" in page
     assert run.command(2) == ["evaluate", "--scenario", "multi-region", "--windows", "2"]

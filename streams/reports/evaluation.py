@@ -146,12 +146,24 @@ def _selection_caption(result: CaseResult) -> str | None:
 def forecast_table(values: ForecastValues, case: str) -> Table:
     """Mean cost (and hard misses) of each planner on each forecast kind."""
     table = report_table(f"{case}: value of forecasts (mean cost USD, hard misses)")
-    add_key_column(table, "planner")
-    add_number_columns(table, *KIND_LABELS.values())
-    for planner, by_kind in values.items():
-        table.add_row(planner, *(f"{s.mean_cost_usd:,.2f} ({s.hard_deadline_misses})"
-                                 for s in by_kind.values()))
+    columns, rows = forecast_rows(forecast_entry(values))
+    add_key_column(table, columns[0])
+    add_number_columns(table, *columns[1:])
+    for row in rows:
+        table.add_row(*row)
     return table
+
+
+def forecast_rows(values: Mapping[str, Mapping[str, Mapping[str, Any]]],
+                  ) -> tuple[list[str], list[list[str]]]:
+    """The columns and rows of the value-of-forecasts table from a case's
+    ``value_of_forecasts`` entry (as written in the JSON): each planner's mean cost USD and
+    hard misses on each forecast kind."""
+    columns = ["planner", *KIND_LABELS.values()]
+    rows = [[planner, *(f"{by_kind[k]['mean_cost_usd']:,.2f} "
+                        f"({by_kind[k]['hard_deadline_misses']})" for k in KIND_LABELS)]
+            for planner, by_kind in values.items()]
+    return columns, rows
 
 
 def sensitivity_table(points: Sequence[SensitivityPoint]) -> Table:
@@ -178,10 +190,14 @@ def case_entry(result: CaseResult, values: ForecastValues | None = None) -> dict
             for m, c, n in zip(result.pool, result.member_costs, result.member_misses,
                                strict=True)}
     if values is not None:
-        entry["value_of_forecasts"] = {
-            planner: {kind: s.as_dict() for kind, s in by_kind.items()}
-            for planner, by_kind in values.items()}
+        entry["value_of_forecasts"] = forecast_entry(values)
     return entry
+
+
+def forecast_entry(values: ForecastValues) -> dict[str, dict[str, dict[str, float | int]]]:
+    """A case's value-of-forecasts study as written in the JSON."""
+    return {planner: {kind: s.as_dict() for kind, s in by_kind.items()}
+            for planner, by_kind in values.items()}
 
 
 def summary(results: Sequence[CaseResult],

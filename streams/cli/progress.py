@@ -6,8 +6,7 @@ the time left on a terminal, else a plain line at every tenth of the work and at
 from __future__ import annotations
 
 import time
-from datetime import timedelta
-from types import TracebackType
+from typing import Self
 
 from rich.console import Console
 from rich.progress import (
@@ -19,16 +18,13 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from streams.reports.live import LiveBar, clock
+
 PLAIN_EVERY_SECONDS = 30.0
 """The longest silence between two plain lines while work goes on."""
 
 
-def clock(seconds: float) -> str:
-    """``0:01:03``."""
-    return str(timedelta(seconds=round(seconds)))
-
-
-class Steps:
+class Steps(LiveBar):
     """Counts the ``total`` steps (``unit``) of ``description`` as they are done."""
 
     def __init__(self, description: str, total: int, unit: str,
@@ -46,16 +42,9 @@ class Steps:
                 console=self._console, transient=True)
             self._task = self._bar.add_task(description, total=self._total)
 
-    def __enter__(self) -> Steps:
+    def __enter__(self) -> Self:
         self._start = self._last = time.monotonic()
-        if self._bar is not None:
-            self._bar.start()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
-        if self._bar is not None:
-            self._bar.stop()
+        return super().__enter__()
 
     def advance(self, steps: int = 1) -> None:
         """Count ``steps`` more as done."""

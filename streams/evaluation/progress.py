@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import timedelta
-from types import TracebackType
 
 from rich.console import Console
 from rich.markup import escape
@@ -23,11 +21,7 @@ from rich.progress import (
 from rich.text import Text
 
 from solver.evaluation.cells import Cell
-
-
-def clock(seconds: float) -> str:
-    """``0:21:10``."""
-    return str(timedelta(seconds=round(seconds)))
+from streams.reports.live import LiveBar, clock
 
 
 class TimeLeft:
@@ -73,7 +67,7 @@ class _TimeLeftColumn(ProgressColumn):
         return Text(f"eta {clock(max(0.0, left - (task.elapsed - at)))}")
 
 
-class CellProgress:
+class CellProgress(LiveBar):
     """Shows the cells of ``cells`` finishing on ``console``: a live bar when it is a terminal,
     a plain line per cell otherwise."""
 
@@ -89,16 +83,6 @@ class CellProgress:
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                 TimeElapsedColumn(), _TimeLeftColumn(), console=console, transient=True)
             self._task = self._bar.add_task("evaluating", total=self._total, left=None, at=0.0)
-
-    def __enter__(self) -> CellProgress:
-        if self._bar is not None:
-            self._bar.start()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
-        if self._bar is not None:
-            self._bar.stop()
 
     def finished(self, cell: Cell, seconds: float) -> None:
         """Count ``cell`` as played in ``seconds``."""

@@ -15,7 +15,8 @@ from solver.choices import one_of
 from solver.evaluation.cells import Cell, CellResult, Evaluation, EvaluationPlan
 from streams.evaluation.cache import CellCache, CellKeys
 from streams.evaluation.executors import Executor, InProcess, ProcessPool, RayCluster, Task
-from streams.evaluation.progress import CellProgress, clock
+from streams.evaluation.progress import CellProgress
+from streams.reports.live import clock
 
 ExecutorKind = Literal["local", "ray"]
 EXECUTORS: tuple[ExecutorKind, ...] = ("local", "ray")

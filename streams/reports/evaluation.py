@@ -27,7 +27,7 @@ from solver.policies import PolicySpec
 from streams.evaluation.cache import CellKeys, markets_digest
 from streams.evaluation.runner import Execution, play_plan
 from streams.reports.plotting import bar_panel, save_figure
-from streams.reports.tables import add_key_column, add_number_columns, report_table
+from streams.reports.tables import add_number_columns, keyed_table, report_table
 
 DEFAULT_TASKS = CantBeLateSpec()
 DEFAULT_MULTI_REGION = MultiRegionSpec()
@@ -91,13 +91,8 @@ def case_table(result: CaseResult, title: str) -> Table:
     policy; under it, how many jobs the optimum planned without proof, and policy selection's
     members and regret."""
     captions = [c for c in (_optimum_caption(result), _selection_caption(result)) if c]
-    table = report_table(title, "\n".join(captions) or None)
     columns, rows = case_rows(case_entry(result))
-    add_key_column(table, columns[0])
-    add_number_columns(table, *columns[1:])
-    for row in rows:
-        table.add_row(*row)
-    return table
+    return keyed_table(title, columns, rows, "\n".join(captions) or None)
 
 
 def case_rows(entry: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -145,13 +140,8 @@ def _selection_caption(result: CaseResult) -> str | None:
 
 def forecast_table(values: ForecastValues, case: str) -> Table:
     """Mean cost (and hard misses) of each planner on each forecast kind."""
-    table = report_table(f"{case}: value of forecasts (mean cost USD, hard misses)")
     columns, rows = forecast_rows(forecast_entry(values))
-    add_key_column(table, columns[0])
-    add_number_columns(table, *columns[1:])
-    for row in rows:
-        table.add_row(*row)
-    return table
+    return keyed_table(f"{case}: value of forecasts (mean cost USD, hard misses)", columns, rows)
 
 
 def forecast_rows(values: Mapping[str, Mapping[str, Mapping[str, Any]]],

@@ -58,6 +58,17 @@ def add_number_columns(table: Table, *headers: str) -> None:
         table.add_column(header, justify="right")
 
 
+def keyed_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],
+                caption: str | None = None) -> ReportTable:
+    """A table whose first column names each row and whose other columns are numbers."""
+    table = report_table(title, caption)
+    add_key_column(table, columns[0])
+    add_number_columns(table, *columns[1:])
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
 def first_fitting(console: Console, tables: Sequence[ReportTable]) -> ReportTable:
     """The first of ``tables`` (ordered from the widest layout) that fits the console without
     cutting a cell, else the last."""

@@ -2,7 +2,8 @@ from rich.console import Console
 
 from solver.evaluation.cells import Cell
 from solver.policies import PolicySpec
-from streams.evaluation.progress import CellProgress, TimeLeft, clock
+from streams.evaluation.progress import CellProgress, TimeLeft
+from streams.reports.live import clock
 
 GREEDY = [Cell(0, "case", k, PolicySpec("greedy")) for k in range(4)]
 CHC = [Cell(0, "case", k, PolicySpec("chc")) for k in range(4)]

@@ -60,7 +60,7 @@ def play_plan(plan: EvaluationPlan, execution: Execution, keys: CellKeys | None,
             kept = cache.get(keys(cell))
             if kept is not None:
                 results[cell] = kept
-    todo = _longest_first([c for c in cells if c not in results])
+    todo = _longest_first(plan, [c for c in cells if c not in results])
     where = "" if cache is None else f"{len(results)} read from the cache ({cache.directory}), "
     if not todo:
         console.print(f"{len(cells)} cells: {where}none to play", highlight=False, soft_wrap=True)
@@ -96,12 +96,18 @@ def play_plan(plan: EvaluationPlan, execution: Execution, keys: CellKeys | None,
     return plan.merge(results)
 
 
-def _longest_first(cells: Sequence[Cell]) -> list[Cell]:
+def _longest_first(plan: EvaluationPlan, cells: Sequence[Cell]) -> list[Cell]:
     """Cells in window order, each window's forecasters trained (here) as its first cell goes
     out; the cells of whole cases, the longest, right after the first window's, so that they
     do not finish last and the workers have the first window's cells to play while the other
-    windows' forecasters are trained for them."""
-    return sorted(cells, key=lambda c: 0.5 if c.episode is None else c.episode)
+    windows' forecasters are trained for them — or first of all when a case has one window,
+    whose forecasters are the first window's anyway."""
+    def key(cell: Cell) -> float:
+        if cell.episode is not None:
+            return cell.episode
+        return 0.5 if len(plan.episodes(cell)) > 1 else -0.5
+
+    return sorted(cells, key=key)
 
 
 def _tasks(plan: EvaluationPlan, cells: Sequence[Cell]) -> Iterator[Task]:

@@ -29,8 +29,10 @@ if TYPE_CHECKING:
     from solver.policies import PolicySpec
 
 ENV_PREFIX = "SPOTSCHED_"
-SECRETS = frozenset({"sasl_password"})
+SECRETS = frozenset({"sasl_password", "snapshot_key"})
 """Settings whose values never appear in messages."""
+MIN_KEY_CHARS = 16
+"""Shortest snapshot key accepted (``openssl rand -hex 32`` makes one of 64)."""
 
 
 class Topics(BaseModel):
@@ -95,6 +97,9 @@ class Settings(BaseSettings):
     retention_margin_hours: float = Field(
         24.0, ge=0, description="Input kept beyond what the previous snapshot covers, by Kafka "
         "timestamp")
+    snapshot_key: SecretStr | None = Field(
+        None, description="Key of the snapshots' HMAC, the same on every worker; keys "
+        "separated by commas: the first signs, any verifies (docs/operations.md, Trust)")
     input_retention_hours: float = Field(
         168.0, gt=0, description="retention.ms of the input topics, a bound on their disk "
         "even while snapshots stop")
@@ -121,6 +126,15 @@ class Settings(BaseSettings):
                 f"{self.input_retention_hours:g}: expected more than retention_margin_hours "
                 f"({self.retention_margin_hours:g})")
         return self
+
+    @field_validator("snapshot_key")
+    @classmethod
+    def _snapshot_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and any(len(key.strip()) < MIN_KEY_CHARS
+                                     for key in value.get_secret_value().split(",")):
+            raise ValueError(f"expected keys of at least {MIN_KEY_CHARS} characters, "
+                             "separated by commas")
+        return value
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -182,6 +196,12 @@ class Settings(BaseSettings):
                 raise ValueError(
                     _file_problem("ssl_certfile", self.ssl_certfile, exc)) from None
         return context
+
+    def snapshot_keys(self) -> tuple[bytes, ...]:
+        """The snapshot keys, the signing one first; none when no key is set."""
+        if self.snapshot_key is None:
+            return ()
+        return tuple(k.strip().encode() for k in self.snapshot_key.get_secret_value().split(","))
 
     def policy_spec(self) -> PolicySpec:
         """The policy the scheduler runs, as a spec (checked when the settings were read)."""

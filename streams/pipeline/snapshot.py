@@ -18,26 +18,34 @@ its engine, its forecasters or its policy hold is kept — behind a one-line hea
   :data:`STATE_VERSION` when a class whose instances a stage holds changes its attributes):
   a worker refuses a snapshot of another version;
 - ``sha256`` of the compressed body: a torn or corrupted snapshot is refused before it is
-  unpickled.
+  unpickled;
+- ``mac``: the HMAC-SHA256, under the workers' snapshot key (:class:`SnapshotKeys`), of the
+  header's other fields and the body; ``null`` when the writer had no key. A worker with a key
+  refuses a snapshot without a MAC, or whose MAC none of its keys gives: only a holder of the
+  key can make it restore one.
 
 Objects of the worker's environment (the pipeline configuration, its metrics) are not pickled
 but named, and the restoring worker supplies its own. Sets are written in sorted order, so
 the bytes are a function of the state alone, whatever the interpreter's hash seed.
 
-Unpickling runs code named in the snapshot: only workers may write the snapshot topics
-(docs/operations.md, *Trust*).
+Unpickling resolves only the globals of :mod:`streams.pipeline.snapshot_globals` (the classes
+the stages' state is made of); a snapshot naming any other is refused, so a snapshot cannot
+run code of its writer's choosing even without a key (docs/operations.md, *Trust*).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import io
 import json
 import pickle
 import zlib
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
+
+from streams.pipeline.snapshot_globals import find_global
 
 FORMAT = 1
 """The layout of a snapshot: header line, then the compressed pickle."""
@@ -55,6 +63,31 @@ class SnapshotRefused(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class SnapshotKeys:
+    """The workers' snapshot keys: the first signs the snapshots written, any of them verifies
+    one read (so a key can be replaced without refusing the snapshots signed with the one
+    before). None: snapshots are written unsigned and read without authentication."""
+
+    keys: tuple[bytes, ...] = ()
+
+    def sign(self, signed: bytes) -> str | None:
+        return hmac.new(self.keys[0], signed, hashlib.sha256).hexdigest() if self.keys else None
+
+    def verify(self, mac: str | None, signed: bytes, what: str) -> None:
+        """Nothing when ``mac`` is one of these keys' (or there are no keys); else
+        :class:`SnapshotRefused`."""
+        if not self.keys:
+            return
+        if mac is None:
+            raise SnapshotRefused(f"{what}: unsigned, and this worker has a snapshot key: "
+                                  "written by a worker without one, or not by a worker")
+        if not any(hmac.compare_digest(hmac.new(key, signed, hashlib.sha256).hexdigest(),
+                                       str(mac)) for key in self.keys):
+            raise SnapshotRefused(f"{what}: its MAC matches none of this worker's snapshot "
+                                  "keys: written with another key, or altered")
+
+
+@dataclass(frozen=True, slots=True)
 class SnapshotHeader:
     """What a snapshot is: whose, up to which offset, under which settings, and its checks."""
 
@@ -67,9 +100,16 @@ class SnapshotHeader:
     sha256: str
     format: int = FORMAT
     state_version: int = STATE_VERSION
+    mac: str | None = None
 
     def describe(self) -> str:
         return f"snapshot of {self.stage}[{self.partition}] at offset {self.offset:,}"
+
+    def signed(self, body: bytes) -> bytes:
+        """What the MAC covers: the other header fields, canonically, and the body."""
+        fields = asdict(self)
+        del fields["mac"]
+        return json.dumps(fields, sort_keys=True).encode() + b"\n" + body
 
 
 def pickle_state(stage: object, environment: Mapping[str, object]) -> bytes:
@@ -81,11 +121,13 @@ def pickle_state(stage: object, environment: Mapping[str, object]) -> bytes:
 
 
 def seal(pickled: bytes, *, stage: str, partition: int, offset: int, settings: str,
-         taken: float) -> bytes:
-    """The snapshot of pickled state: header line, then the compressed body."""
+         taken: float, keys: SnapshotKeys = SnapshotKeys()) -> bytes:
+    """The snapshot of pickled state: header line, then the compressed body; signed with the
+    first of ``keys``, if any."""
     body = zlib.compress(pickled, COMPRESSION_LEVEL)
     header = SnapshotHeader(stage, partition, offset, settings, taken, len(body),
                             hashlib.sha256(body).hexdigest())
+    header = replace(header, mac=keys.sign(header.signed(body)))
     return MAGIC + json.dumps(asdict(header), sort_keys=True).encode() + b"\n" + body
 
 
@@ -110,9 +152,12 @@ def read_header(blob: bytes) -> SnapshotHeader:
 
 
 def restore(blob: bytes, *, stage: str, partition: int, settings: str,
-            environment: Mapping[str, object]) -> tuple[SnapshotHeader, Any]:
+            environment: Mapping[str, object], keys: SnapshotKeys = SnapshotKeys()
+            ) -> tuple[SnapshotHeader, Any]:
     """The header and the stage of a snapshot of ``stage``'s ``partition`` taken under
-    ``settings``; :class:`SnapshotRefused` (one line) for anything else or anything broken."""
+    ``settings`` (and signed with one of ``keys``, if any); :class:`SnapshotRefused` (one
+    line) for anything else, anything broken, and any global it names that a stage's state
+    is not made of."""
     header = read_header(blob)
     what = header.describe()
     if (header.stage, header.partition) != (stage, partition):
@@ -124,9 +169,13 @@ def restore(blob: bytes, *, stage: str, partition: int, settings: str,
         raise SnapshotRefused(f"{what}: taken with other settings than this worker's (the "
                               "catalogue, the slot length, the policy or the tick skew)")
     body = blob[blob.index(b"\n") + 1:]
+    if len(body) < header.bytes:
+        raise SnapshotRefused(f"{what}: truncated ({len(body):,} of its {header.bytes:,} "
+                              "bytes)")
     if len(body) != header.bytes or hashlib.sha256(body).hexdigest() != header.sha256:
         raise SnapshotRefused(f"{what}: corrupt ({len(body):,} bytes whose digest does not "
                               f"match the header's {header.bytes:,})")
+    keys.verify(header.mac, header.signed(body), what)
     try:
         return header, _Unpickler(io.BytesIO(zlib.decompress(body)), environment).load()
     except Exception as exc:
@@ -158,10 +207,15 @@ class _Pickler(pickle.Pickler):
 
 
 class _Unpickler(pickle.Unpickler):
+    """Resolves only the allowed globals; supplies the environment's objects and the sets."""
+
     def __init__(self, file: io.BytesIO, environment: Mapping[str, object]) -> None:
         super().__init__(file)
         self._environment = environment
         self._sets: dict[int, set[Any] | frozenset[Any]] = {}
+
+    def find_class(self, module: str, name: str) -> Any:
+        return find_global(module, name)
 
     def persistent_load(self, pid: Any) -> Any:
         kind, *rest = pid

@@ -46,7 +46,7 @@ from streams.runners.memory import Observer
 from streams.runners.recovery import PartitionStages, record_message
 from streams.runners.tick_consumer import TickConsumer
 from streams.runtime import rate_limit_handlers
-from streams.settings import Settings
+from streams.settings import Settings, env_name
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,10 @@ def create_app(settings: Settings, registry: CollectorRegistry | None = None) ->
     """The worker's Faust app over the configured topics and catalogue, running every stage of
     the pipeline; its metrics go to ``registry`` (a private one when not given)."""
     catalogue = settings.catalogue()
+    if settings.snapshot_key is None:
+        log.warning("no snapshot key (%s): snapshots are written and restored unauthenticated; "
+                    "anyone who can write the snapshot topics can set the stages' state "
+                    "(docs/operations.md, Trust)", env_name("snapshot_key"))
     app = _faust_app(settings)
     metrics = PipelineMetrics(
         registry or CollectorRegistry(), markets=[m.key for m in catalogue],

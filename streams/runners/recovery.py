@@ -44,7 +44,13 @@ from streams.kafka.state import KafkaState, Manifest
 from streams.metrics import RecoveryMetrics
 from streams.pipeline.declaration import PipelineConfig, StageSpec
 from streams.pipeline.driver import Driver, Handling
-from streams.pipeline.snapshot import SnapshotRefused, pickle_state, restore, seal
+from streams.pipeline.snapshot import (
+    SnapshotKeys,
+    SnapshotRefused,
+    pickle_state,
+    restore,
+    seal,
+)
 from streams.pipeline.stage import AnyStage, Message
 from streams.settings import Settings
 
@@ -98,6 +104,7 @@ class PartitionStages:
         self.fingerprint = config.fingerprint(spec.depends_on)
         self.slot_seconds = config.slot_seconds
         self.cadence = RecoveryConfig.of(settings)
+        self.keys = SnapshotKeys(settings.snapshot_keys())
         self.state = state
         self.environment = environment
         self.metrics = metrics
@@ -202,7 +209,7 @@ class PartitionStages:
                 blob = await self.state.read_snapshot(self.snapshots, partition, manifest)
                 header, stage = await asyncio.to_thread(
                     restore, blob, stage=self.name, partition=partition,
-                    settings=self.fingerprint, environment=self.environment)
+                    settings=self.fingerprint, environment=self.environment, keys=self.keys)
             except SnapshotRefused as exc:
                 self.metrics.refused(self.name)
                 log.warning(f"{self.snapshots}[{partition}]: snapshot refused, {exc}")
@@ -248,7 +255,8 @@ class PartitionStages:
         offset, taken = held.next, time.time()
         held.records = held.epochs = 0
         blob = await asyncio.to_thread(seal, pickled, stage=self.name, partition=partition,
-                                       offset=offset, settings=self.fingerprint, taken=taken)
+                                       offset=offset, settings=self.fingerprint, taken=taken,
+                                       keys=self.keys)
         manifest = await self.state.write_snapshot(self.snapshots, partition, blob, offset,
                                                    taken, held.newest)
         previous, held.newest, held.readable = held.readable, manifest, manifest

@@ -44,12 +44,20 @@ def test_metrics_bind_loopback_unless_told_otherwise(monkeypatch):
     ({"max_future_skew_seconds": -1.0},
      "max_future_skew_seconds (SPOTSCHED_MAX_FUTURE_SKEW_SECONDS) = -1.0: expected greater"),
     ({"sasl_password": 12345}, "sasl_password (SPOTSCHED_SASL_PASSWORD): expected a valid"),
+    ({"snapshot_key": "0123456789abcdef,12345"},
+     "snapshot_key (SPOTSCHED_SNAPSHOT_KEY): expected keys of at least 16 characters"),
 ])
 def test_bad_settings_fail_in_one_line_naming_the_setting(overrides, message):
     with pytest.raises(ValueError) as info:
         load_settings(**overrides)
     assert str(info.value).startswith(message) and "\n" not in str(info.value)
     assert "12345" not in str(info.value)
+
+
+def test_the_snapshot_keys_sign_with_the_first_and_are_none_unless_set():
+    assert Settings().snapshot_keys() == ()
+    keys = Settings(snapshot_key="new-key-0123456789, old-key-0123456789").snapshot_keys()
+    assert keys == (b"new-key-0123456789", b"old-key-0123456789")
 
 
 def test_a_missing_ca_file_is_one_line_from_every_client_command(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 from collections import defaultdict
@@ -27,6 +28,7 @@ from streams.pipeline.snapshot import (
     FORMAT,
     MAGIC,
     STATE_VERSION,
+    SnapshotKeys,
     SnapshotRefused,
     pickle_state,
     read_header,
@@ -139,10 +141,11 @@ def taken():
     return config, snapshot(driver.stage, "scheduler", 0, 100, config)
 
 
-def refusal(blob: bytes, config: PipelineConfig, **expected) -> str:
+def refusal(blob: bytes, config: PipelineConfig, keys: SnapshotKeys = SnapshotKeys(),
+            **expected) -> str:
     where = {"stage": "scheduler", "partition": 0, "settings": digest(config), **expected}
     with pytest.raises(SnapshotRefused) as refused:
-        restore(blob, environment={"config": config}, **where)
+        restore(blob, environment={"config": config}, keys=keys, **where)
     text = str(refused.value)
     assert "\n" not in text
     return text
@@ -187,7 +190,8 @@ def test_a_corrupt_or_truncated_snapshot_is_refused_before_it_is_unpickled(taken
     flipped[-10] ^= 0x01
     assert refusal(bytes(flipped), config).startswith(
         "snapshot of scheduler[0] at offset 100: corrupt")
-    assert ": corrupt (" in refusal(blob[:-1], config)
+    assert refusal(blob[:-1], config).startswith(
+        "snapshot of scheduler[0] at offset 100: truncated (")
     # A body whose digest matches but that does not unpickle (written by other code).
     garbage = seal(b"\x80\x05not a pickle", stage="scheduler", partition=0, offset=100,
                    settings=digest(config), taken=1.0)
@@ -237,3 +241,64 @@ def test_the_snapshot_bytes_are_a_function_of_the_state_whatever_the_hash_seed()
                               capture_output=True, text=True, timeout=600, check=True)
         digests.append(done.stdout)
     assert digests[0] == digests[1] and len(digests[0].splitlines()) == 4
+
+
+KEY, OLD_KEY, OTHER_KEY = b"k" * 32, b"o" * 32, b"x" * 32
+
+
+def sealed(pickled: bytes, config: PipelineConfig, keys: SnapshotKeys = SnapshotKeys(),
+           offset: int = 100) -> bytes:
+    return seal(pickled, stage="scheduler", partition=0, offset=offset,
+                settings=digest(config), taken=1.0, keys=keys)
+
+
+class RunsACommand:
+    """Unpickles as a call of ``os.system``."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+class ReachesForGlobals:
+    """Unpickles as ``getattr(a function, "__globals__")``: the way out to any builtin."""
+
+    def __reduce__(self):
+        from solver.policies.registry import make_policy
+
+        return getattr, (make_policy, "__globals__")
+
+
+def test_a_snapshot_naming_a_global_no_state_is_made_of_is_refused_unrun(taken, tmp_path):
+    config, _ = taken
+    marker = tmp_path / "ran"
+    for keys in (SnapshotKeys(), SnapshotKeys((KEY,))):  # signed too: the key is no licence
+        command = sealed(pickle.dumps({"stage": RunsACommand(marker)}), config, keys)
+        assert f"names {os.system.__module__}.system, which is not among the classes" in (
+            refusal(command, config, keys))
+    assert not marker.exists()
+    line = refusal(sealed(pickle.dumps(ReachesForGlobals()), config), config)
+    assert line.endswith("(UnpicklingError: it asks for attribute '__globals__': only public "
+                         "methods are restored)")
+
+
+def test_with_a_key_only_snapshots_signed_with_one_of_the_workers_keys_restore(taken):
+    config, unsigned = taken
+    pickled = pickle_state({"state": [1, 2]}, {"config": config})
+    signed = sealed(pickled, config, SnapshotKeys((KEY,)))
+    assert read_header(signed).mac is not None and read_header(unsigned).mac is None
+    where = {"stage": "scheduler", "partition": 0, "settings": digest(config),
+             "environment": {"config": config}}
+    # Signed with the first key; verified by any (the key before a change of key, too).
+    assert restore(signed, keys=SnapshotKeys((KEY,)), **where)[1] == {"state": [1, 2]}
+    old = sealed(pickled, config, SnapshotKeys((OLD_KEY,)))
+    assert restore(old, keys=SnapshotKeys((KEY, OLD_KEY)), **where)[1] == {"state": [1, 2]}
+    assert "its MAC matches none of this worker's snapshot keys: written with another key" in (
+        refusal(signed, config, SnapshotKeys((OTHER_KEY,))))
+    assert refusal(unsigned, config, SnapshotKeys((KEY,))).startswith(
+        "snapshot of scheduler[0] at offset 100: unsigned, and this worker has a snapshot key")
+    # The MAC covers the header: a signed snapshot moved to another offset is refused.
+    moved = with_header(signed, offset=5)
+    assert "its MAC matches none" in refusal(moved, config, SnapshotKeys((KEY,)))

@@ -87,6 +87,10 @@ class SnapshotKeys:
                                   "keys: written with another key, or altered")
 
 
+UNSIGNED = SnapshotKeys()
+"""No key: snapshots written unsigned, read unauthenticated."""
+
+
 @dataclass(frozen=True, slots=True)
 class SnapshotHeader:
     """What a snapshot is: whose, up to which offset, under which settings, and its checks."""
@@ -105,11 +109,12 @@ class SnapshotHeader:
     def describe(self) -> str:
         return f"snapshot of {self.stage}[{self.partition}] at offset {self.offset:,}"
 
-    def signed(self, body: bytes) -> bytes:
-        """What the MAC covers: the other header fields, canonically, and the body."""
-        fields = asdict(self)
-        del fields["mac"]
-        return json.dumps(fields, sort_keys=True).encode() + b"\n" + body
+
+def signed(header: SnapshotHeader, body: bytes) -> bytes:
+    """What a snapshot's MAC covers: its other header fields, canonically, and its body."""
+    fields = asdict(header)
+    del fields["mac"]
+    return json.dumps(fields, sort_keys=True).encode() + b"\n" + body
 
 
 def pickle_state(stage: object, environment: Mapping[str, object]) -> bytes:
@@ -121,13 +126,13 @@ def pickle_state(stage: object, environment: Mapping[str, object]) -> bytes:
 
 
 def seal(pickled: bytes, *, stage: str, partition: int, offset: int, settings: str,
-         taken: float, keys: SnapshotKeys = SnapshotKeys()) -> bytes:
+         taken: float, keys: SnapshotKeys = UNSIGNED) -> bytes:
     """The snapshot of pickled state: header line, then the compressed body; signed with the
     first of ``keys``, if any."""
     body = zlib.compress(pickled, COMPRESSION_LEVEL)
     header = SnapshotHeader(stage, partition, offset, settings, taken, len(body),
                             hashlib.sha256(body).hexdigest())
-    header = replace(header, mac=keys.sign(header.signed(body)))
+    header = replace(header, mac=keys.sign(signed(header, body)))
     return MAGIC + json.dumps(asdict(header), sort_keys=True).encode() + b"\n" + body
 
 
@@ -152,7 +157,7 @@ def read_header(blob: bytes) -> SnapshotHeader:
 
 
 def restore(blob: bytes, *, stage: str, partition: int, settings: str,
-            environment: Mapping[str, object], keys: SnapshotKeys = SnapshotKeys()
+            environment: Mapping[str, object], keys: SnapshotKeys = UNSIGNED
             ) -> tuple[SnapshotHeader, Any]:
     """The header and the stage of a snapshot of ``stage``'s ``partition`` taken under
     ``settings`` (and signed with one of ``keys``, if any); :class:`SnapshotRefused` (one
@@ -175,7 +180,7 @@ def restore(blob: bytes, *, stage: str, partition: int, settings: str,
     if len(body) != header.bytes or hashlib.sha256(body).hexdigest() != header.sha256:
         raise SnapshotRefused(f"{what}: corrupt ({len(body):,} bytes whose digest does not "
                               f"match the header's {header.bytes:,})")
-    keys.verify(header.mac, header.signed(body), what)
+    keys.verify(header.mac, signed(header, body), what)
     try:
         return header, _Unpickler(io.BytesIO(zlib.decompress(body)), environment).load()
     except Exception as exc:

@@ -6,9 +6,14 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import pickle
 import re
 import signal
+import zlib
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaProducer, TopicPartition
@@ -18,7 +23,7 @@ from streams.contract import dump_event
 from streams.kafka.clients import publish_replay
 from streams.kafka.state import CHUNK_BYTES, KafkaState, Manifest
 from streams.pipeline.declaration import PIPELINE
-from streams.pipeline.snapshot import SnapshotRefused
+from streams.pipeline.snapshot import SnapshotKeys, SnapshotRefused, read_header, seal
 from streams.settings import Settings
 from tests.kafka.pipeline_harness import (
     Pipeline,
@@ -27,6 +32,7 @@ from tests.kafka.pipeline_harness import (
     wait_for,
 )
 from tests.kafka_fixture import TopicFactory
+from tests.streams.test_snapshot import RunsACommand
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -132,47 +138,85 @@ def test_a_killed_worker_is_restored_from_snapshots_and_decides_as_in_process(
     assert all(start > 0 for start in starts), starts
 
 
-async def corrupt(settings: Settings, topic: str, partition: int, which: int) -> None:
-    """Overwrite a partition's newest snapshot (``which`` 0) or the one before (1) with a copy
-    whose body has one byte flipped, in the same slot."""
+KEY = "test-snapshot-key-0123456789"
+OTHER_KEY = b"another-key-0123456789"
+
+
+def flipped(blob: bytes, marker: Path) -> bytes:
+    """One byte of the body flipped."""
+    return blob[:-1] + bytes([blob[-1] ^ 0xFF])
+
+
+def truncated(blob: bytes, marker: Path) -> bytes:
+    return blob[:-100]
+
+
+def resealed(blob: bytes, pickled: bytes, keys: SnapshotKeys) -> bytes:
+    header = read_header(blob)
+    return seal(pickled, stage=header.stage, partition=header.partition, offset=header.offset,
+                settings=header.settings, taken=header.taken, keys=keys)
+
+
+def signed_with_another_key(blob: bytes, marker: Path) -> bytes:
+    body = blob[blob.index(b"\n") + 1:]
+    return resealed(blob, zlib.decompress(body), SnapshotKeys((OTHER_KEY,)))
+
+
+def running_a_command(blob: bytes, marker: Path) -> bytes:
+    """A snapshot that would run a command, signed with the workers' own key."""
+    return resealed(blob, pickle.dumps(RunsACommand(marker)), SnapshotKeys((KEY.encode(),)))
+
+
+async def overwrite(settings: Settings, topic: str, partition: int, which: int,
+                    alter: Callable[[bytes, Path], bytes], marker: Path) -> None:
+    """Overwrite a partition's newest snapshot (``which`` 0) or the one before (1), in its
+    slot, with ``alter`` of it."""
     state = KafkaState(settings)
     try:
         manifests = await state.manifests(topic, partition)
         target = manifests[which]
-        blob = bytearray(await state.read_snapshot(topic, partition, target))
-        blob[-1] ^= 0xFF
+        blob = alter(await state.read_snapshot(topic, partition, target), marker)
         other = "b" if target.slot == "a" else "a"
-        await state.write_snapshot(topic, partition, bytes(blob), target.offset, target.taken,
+        await state.write_snapshot(topic, partition, blob, target.offset, target.taken,
                                    replace(target, slot=other))
     finally:
         await state.stop()
 
 
-def test_corrupt_snapshots_are_refused_and_the_stages_recover_from_the_log(pipelines, tmp_path):
+def test_refused_snapshots_leave_the_stages_to_the_one_before_or_the_log(pipelines, tmp_path):
     catalogue = [t.market for t in synthetic_ticks(SPEC)]
-    pipeline = pipelines(catalogue, options=SNAPSHOTS)
+    pipeline = pipelines(catalogue, options={**SNAPSHOTS, "snapshot_key": KEY})
     expected = synthetic_expectation(pipeline, tmp_path, SPEC, N_JOBS)
     events = synthetic_events(SPEC, N_JOBS)
     run_then_kill(pipeline, events)
     topics = snapshot_topics(pipeline)
-    # The coordinator's two snapshots are corrupt: it rebuilds from the log. The newest one of
-    # every other stage partition is corrupt: they restore the one before.
+    marker = tmp_path / "command-ran"
+    # The coordinator's newest snapshot would run a command, the one before is signed with
+    # another key: it rebuilds from the log. The newest one of every market partition is
+    # corrupt, of every scheduler partition truncated: they restore the one before.
     coordinator, _ = topics["coordinator"]
-    asyncio.run(corrupt(pipeline.settings, coordinator, 0, 0))
-    asyncio.run(corrupt(pipeline.settings, coordinator, 0, 1))
-    for stage in ("market", "scheduler"):
+    for which, alter in ((0, running_a_command), (1, signed_with_another_key)):
+        asyncio.run(overwrite(pipeline.settings, coordinator, 0, which, alter, marker))
+    for stage, alter in (("market", flipped), ("scheduler", truncated)):
         topic, partitions = topics[stage]
         for partition in range(partitions):
-            asyncio.run(corrupt(pipeline.settings, topic, partition, 0))
+            asyncio.run(overwrite(pipeline.settings, topic, partition, 0, alter, marker))
     asyncio.run(publish_replay(pipeline.settings, iter(events[math.ceil(len(events) * 0.6):])))
     pipeline.wait_until_joined(pipeline.start_worker())
     assert sorted(set(pipeline.wait_for_rows(expected))) == expected
     assert_no_conflicting_decisions(pipeline)
+    assert not marker.exists()
     log = pipeline.worker_log(1)
-    refusals = re.findall(r"snapshot refused, (.*)", log)
-    assert len(refusals) == 2 + pipeline.market_partitions + pipeline.job_partitions, log
-    assert all(re.fullmatch(r"snapshot of \w+\[\d+\] at offset [\d,]+: corrupt .*", line.strip())
-               for line in refusals), refusals
+    refusals = [re.fullmatch(r"snapshot of (\w+)\[\d+\] at offset [\d,]+: (corrupt|truncated|"
+                             r"its MAC matches none|cannot be read by this worker) .*",
+                             line.strip()) for line in re.findall(r"snapshot refused, (.*)", log)]
+    assert all(refusals), log
+    assert Counter(found.groups() for found in refusals if found) == {
+        ("coordinator", "cannot be read by this worker"): 1,
+        ("coordinator", "its MAC matches none"): 1,
+        ("market", "corrupt"): pipeline.market_partitions,
+        ("scheduler", "truncated"): pipeline.job_partitions}
+    assert f"it names {os.system.__module__}.system, which is not among" in log
     assert "no snapshot to restore, rebuilding the coordinator stage from the log" in log
     for stage in ("market", "scheduler"):
         assert re.search(rf"restored the {stage} stage in [\d.]+ s from the snapshot", log)

@@ -28,6 +28,7 @@ from streams.pipeline.snapshot import (
     FORMAT,
     MAGIC,
     STATE_VERSION,
+    UNSIGNED,
     SnapshotKeys,
     SnapshotRefused,
     pickle_state,
@@ -141,7 +142,7 @@ def taken():
     return config, snapshot(driver.stage, "scheduler", 0, 100, config)
 
 
-def refusal(blob: bytes, config: PipelineConfig, keys: SnapshotKeys = SnapshotKeys(),
+def refusal(blob: bytes, config: PipelineConfig, keys: SnapshotKeys = UNSIGNED,
             **expected) -> str:
     where = {"stage": "scheduler", "partition": 0, "settings": digest(config), **expected}
     with pytest.raises(SnapshotRefused) as refused:
@@ -246,7 +247,7 @@ def test_the_snapshot_bytes_are_a_function_of_the_state_whatever_the_hash_seed()
 KEY, OLD_KEY, OTHER_KEY = b"k" * 32, b"o" * 32, b"x" * 32
 
 
-def sealed(pickled: bytes, config: PipelineConfig, keys: SnapshotKeys = SnapshotKeys(),
+def sealed(pickled: bytes, config: PipelineConfig, keys: SnapshotKeys = UNSIGNED,
            offset: int = 100) -> bytes:
     return seal(pickled, stage="scheduler", partition=0, offset=offset,
                 settings=digest(config), taken=1.0, keys=keys)
@@ -274,7 +275,7 @@ class ReachesForGlobals:
 def test_a_snapshot_naming_a_global_no_state_is_made_of_is_refused_unrun(taken, tmp_path):
     config, _ = taken
     marker = tmp_path / "ran"
-    for keys in (SnapshotKeys(), SnapshotKeys((KEY,))):  # signed too: the key is no licence
+    for keys in (UNSIGNED, SnapshotKeys((KEY,))):  # signed too: the key is no licence
         command = sealed(pickle.dumps({"stage": RunsACommand(marker)}), config, keys)
         assert f"names {os.system.__module__}.system, which is not among the classes" in (
             refusal(command, config, keys))

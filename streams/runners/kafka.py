@@ -73,8 +73,8 @@ def create_app(settings: Settings, registry: CollectorRegistry | None = None) ->
     config = PipelineConfig(catalogue, settings.slot_seconds, settings.policy_spec(),
                             settings.max_future_skew_seconds, timed=metrics.timed)
     state = KafkaState(settings)
-    app.service(_StateClients(state, beacon=app.beacon))  # type: ignore[arg-type]  # faust annotates App.service for classes; it starts instances too
     runner = KafkaRunner(app, settings, config, state, metrics, (metrics, HandlingLog()))
+    app.service(_StateClients(state, runner.stages, beacon=app.beacon))  # type: ignore[arg-type]  # faust annotates App.service for classes; it starts instances too
     for spec in PIPELINE:
         runner.run(spec)
     return app
@@ -92,6 +92,8 @@ class KafkaRunner:
         self.observers = tuple(observers)
         self.partitions = partition_counts(settings_topics(settings))
         self._topics: dict[str, faust.TopicT] = {}
+        self.stages: list[PartitionStages] = []
+        """The stages of every stage run, in the order of :meth:`run`."""
 
     def run(self, spec: StageSpec) -> None:
         """Run ``spec``'s stage on its topic: on the batched consumer, or as an agent."""
@@ -100,6 +102,7 @@ class KafkaRunner:
             spec, self.settings, self.config, self.state,
             {"config": self.config, "solve_seconds": self.metrics.solve_seconds},
             self.metrics.recovery)
+        self.stages.append(stages)
         if spec.batched:
             async def handle(records: Sequence[ConsumerRecord]) -> list[Awaitable[Any]]:
                 return [d for record in records
@@ -112,15 +115,16 @@ class KafkaRunner:
         async def agent(stream: faust.StreamT) -> None:
             async with _crash_on_error(self.app, spec.name):
                 async for batch in stream.take_events(BATCH, within=BATCH_WAIT_SECONDS):  # type: ignore[attr-defined]  # faust's StreamT omits take_events, which its Stream has
-                    deliveries = []
-                    for event in batch:
-                        message = event_message(event)
-                        assert message.partition is not None and message.offset is not None
-                        if not stages.ready(message.partition, message.offset):
-                            await stages.recover(message.partition, message.offset)
-                        deliveries += await self.process(spec, stages, message)
-                    await asyncio.gather(*deliveries)
-                    await stages.checkpoint()
+                    async with stages.batch():
+                        deliveries = []
+                        for event in batch:
+                            message = event_message(event)
+                            assert message.partition is not None and message.offset is not None
+                            if not stages.ready(message.partition, message.offset):
+                                await stages.recover(message.partition, message.offset)
+                            deliveries += await self.process(spec, stages, message)
+                        await asyncio.gather(*deliveries)
+                        await stages.checkpoint()
 
         self.app.agent(self._topic(topic), name=f"spotsched.{spec.name}")(agent)
 
@@ -165,13 +169,20 @@ def event_message(event: faust.EventT) -> Message:
 
 
 class _StateClients(Service):
-    """Closes the worker's snapshot and trimming clients when it stops."""
+    """When the worker stops: snapshots every stage that took records since its last snapshot
+    (the tick consumer has stopped by then, and each agent's batch in flight is waited for),
+    then closes the snapshot and trimming clients. Added before the tick consumer, so stopped
+    after it."""
 
-    def __init__(self, state: KafkaState, **kwargs: Any) -> None:
+    def __init__(self, state: KafkaState, stages: Sequence[PartitionStages],
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.clients = state
+        self.stages = stages
 
     async def on_stop(self) -> None:
+        for stages in self.stages:
+            await stages.snapshot_all()
         await self.clients.stop()
 
 

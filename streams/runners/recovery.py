@@ -27,15 +27,20 @@ After a batch's outputs are delivered, a stage that has taken ``snapshot_every_r
 records or moved ``snapshot_every_epochs`` slots of event time since its last snapshot is
 snapshotted (:mod:`streams.kafka.state`), and its input before the previous snapshot (and
 older than ``retention_margin_hours``) is trimmed.
+
+On a graceful stop, once the batch in flight is delivered, every stage that took records since
+its last snapshot is snapshotted (:meth:`PartitionStages.snapshot_all`), so that the worker
+taking its partitions over restores them and replays no tail.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 
 from aiokafka import ConsumerRecord
@@ -110,6 +115,9 @@ class PartitionStages:
         self.metrics = metrics
         self._held: dict[int, _Held] = {}
         self._recovering: dict[int, asyncio.Task[None]] = {}
+        self._batch = asyncio.Lock()
+        self._settled = True
+        """Whether every message taken had its outputs delivered (no batch was cut short)."""
 
     def ready(self, partition: int, offset: int) -> bool:
         """Whether the partition's stage can take the message at ``offset`` now (not while it
@@ -143,10 +151,37 @@ class PartitionStages:
 
     async def checkpoint(self) -> None:
         """Snapshot the stages due (call once their outputs are delivered)."""
+        await self._snapshot_where(lambda held: (
+            held.records >= self.cadence.every_records
+            or (held.records > 0 and held.epochs >= self.cadence.every_epochs)))
+
+    @contextlib.asynccontextmanager
+    async def batch(self) -> AsyncIterator[None]:
+        """Wrap a batch, from its first message until its outputs are delivered and the stages
+        checkpointed: :meth:`snapshot_all` waits for it, and skips stages whose batch was
+        cut short."""
+        async with self._batch:
+            self._settled = False
+            yield
+            self._settled = True
+
+    async def snapshot_all(self) -> None:
+        """Snapshot every stage that took records since its last snapshot (a graceful stop),
+        once the batch in flight is delivered."""
+        async with self._batch:
+            if not self._settled:
+                log.warning(f"{self.topic}: not snapshotted on stop: a batch was cut short "
+                            "before its outputs were delivered (its records will be replayed)")
+                return
+            due = [p for p, held in self._held.items() if held.records > 0]
+            await self._snapshot_where(lambda held: held.records > 0)
+            if due:
+                log.info("%s: snapshotted the %s stage of partitions %s on stop", self.snapshots,
+                         self.name, due)
+
+    async def _snapshot_where(self, due: Callable[[_Held], bool]) -> None:
         for partition, held in list(self._held.items()):
-            due = (held.records >= self.cadence.every_records
-                   or (held.records and held.epochs >= self.cadence.every_epochs))
-            if due and partition not in self._recovering:
+            if due(held) and partition not in self._recovering:
                 try:
                     await self._snapshot(partition, held)
                 except Exception as exc:  # the stage goes on; the next checkpoint tries again

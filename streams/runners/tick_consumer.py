@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
@@ -52,6 +53,8 @@ class Stages(Protocol):
     async def recover(self, partition: int, offset: int) -> None: ...
 
     async def checkpoint(self) -> None: ...
+
+    def batch(self) -> AbstractAsyncContextManager[None]: ...
 
 
 def group_id(settings: Settings) -> str:
@@ -107,7 +110,7 @@ class TickConsumer(Service):
             # getmany returns nothing while a rebalance is under way, and the lock is then
             # taken without yielding: a batch is handled and committed within one assignment.
             batch = await consumer.getmany(timeout_ms=POLL_MS, max_records=MAX_RECORDS)
-            async with self._batch:
+            async with self._batch, self._stages.batch():
                 batch = {tp: records for tp, records in batch.items()
                          if self._admit(consumer, tp, records[0].offset)}
                 if batch:

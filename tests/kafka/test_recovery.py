@@ -4,6 +4,7 @@ killed and replaced; the decisions always those of the uninterrupted in-process 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import pickle
@@ -222,6 +223,33 @@ def test_refused_snapshots_leave_the_stages_to_the_one_before_or_the_log(pipelin
         assert re.search(rf"restored the {stage} stage in [\d.]+ s from the snapshot", log)
 
 
+def test_a_worker_stopped_gracefully_snapshots_so_its_successor_replays_no_tail(
+        pipelines, tmp_path):
+    catalogue = [t.market for t in synthetic_ticks(SPEC)]
+    never = {"snapshot_every_epochs": 10**6, "snapshot_every_records": 10**9}
+    pipeline = pipelines(catalogue, job_partitions=2, options=never)
+    expected = synthetic_expectation(pipeline, tmp_path, SPEC, N_JOBS)
+    events = synthetic_events(SPEC, N_JOBS)
+    worker = pipeline.start_worker()
+    pipeline.wait_until_joined(worker)
+    asyncio.run(publish_replay(pipeline.settings, iter(events[:math.ceil(len(events) * 0.6)])))
+    wait_for(pipeline.decisions, lambda ds: len(ds) >= 20)
+    assert not every_partition_snapshotted(pipeline)
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=60) == 0
+    assert every_partition_snapshotted(pipeline), pipeline.worker_log(0)[-3000:]
+    asyncio.run(publish_replay(pipeline.settings, iter(events[math.ceil(len(events) * 0.6):])))
+    pipeline.wait_until_joined(pipeline.start_worker())
+    assert sorted(set(pipeline.wait_for_rows(expected))) == expected
+    assert_no_conflicting_decisions(pipeline)
+    log = pipeline.worker_log(1)
+    restoring = re.findall(r"restoring the (\w+) stage from the snapshot .*, replaying (\d+) "
+                           r"records", log)
+    assert {stage for stage, _ in restoring} == {"market", "coordinator", "scheduler"}, log
+    assert all(tail == "0" for _, tail in restoring), restoring
+    assert "rebuilding" not in log and "refused" not in log
+
+
 async def test_a_snapshot_cut_short_by_a_kill_leaves_the_one_before_to_restore(
         kafka_bootstrap: str, fresh_topic_factory: TopicFactory) -> None:
     topic = await fresh_topic_factory(partitions=1)
@@ -331,6 +359,9 @@ async def test_a_partition_recovers_while_the_consumer_keeps_polling_and_its_gro
 
         async def checkpoint(self) -> None:
             checkpoints.append(len(handled))
+
+        def batch(self) -> contextlib.nullcontext[None]:
+            return contextlib.nullcontext()
 
     handled: list[tuple[int, int]] = []
     checkpoints: list[int] = []

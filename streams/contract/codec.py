@@ -99,7 +99,7 @@ def _load_object(raw: bytes | str) -> dict[str, Any]:
             ) from exc
     opened = raw.count("{") + raw.count("[")  # bounds the nesting from above
     try:
-        data = json.loads(raw, object_pairs_hook=_unique_keys)
+        data = _DECODER.decode(raw)
     except json.JSONDecodeError as exc:
         raise EventError(
             f"event is not valid JSON at line {exc.lineno} col {exc.colno}: {exc.msg}"
@@ -128,10 +128,13 @@ def _depth(data: dict[str, Any] | list[Any]) -> int:
         deepest = max(deepest, level)
         if deepest > MAX_NESTING:
             return deepest
-        children = value.values() if isinstance(value, dict) else value
-        stack.extend((child, level + 1) for child in children
-                     if isinstance(child, dict | list))
+        children = value.values() if type(value) is dict else value
+        stack.extend([(child, level + 1) for child in children if type(child) in _CONTAINERS])
     return deepest
+
+
+_CONTAINERS = (dict, list)
+"""The containers JSON decodes to (exactly these types)."""
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -142,6 +145,9 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         raise EventError(f"event field {name!r} appears twice: expected unique field names")
     return data
 
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
+"""One decoder for every message (``json.loads`` with a hook makes one per call)."""
 
 _BOUNDS = {
     "greater_than": ("gt", ">"),

@@ -25,6 +25,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 MARKET_KEY_PATTERN = r"^[^/]+/[^/]+/[^/]+/[^/]+$"
+_MARKET_KEY = re.compile(MARKET_KEY_PATTERN)
 TIME_PATTERN = (r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):"
                 r"[0-5][0-9]:[0-5][0-9](\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$")
 """ISO-8601 (RFC 3339) with an upper-case ``T`` and ``Z`` or a ``±hh:mm`` offset."""
@@ -121,7 +122,7 @@ def _as_utc(value: datetime) -> datetime:
 
 
 def _market_key(value: str) -> str:
-    if re.fullmatch(MARKET_KEY_PATTERN, value) is None:
+    if _MARKET_KEY.fullmatch(value) is None:
         raise expected("a market key 'cloud/region/zone/instance_type' of four non-empty parts")
     return value
 

@@ -16,9 +16,20 @@ and replayed, the decisions, and what the topics keep.
 5. Sizes: the snapshots (bytes, write seconds) and the input topics (records kept; bytes on
    disk when the bench runs its own broker).
 
+``--runs N`` repeats 1-3 on one broker and prints the median time.
+
+``--in-process`` measures what a restore costs without a broker or workers: the history runs
+through the in-memory pipeline, then each stage partition is snapshotted and restored
+(:mod:`streams.pipeline.snapshot`) and the seconds, bytes and the rate at which the
+pipeline took the history are printed, with their scaling to ``--scale-to`` markets: the
+market stage's snapshot grows with the markets (a clock and a forecaster each), and a
+restart replays at most ``--snapshot-every-records`` records, or ``--snapshot-every-epochs``
+slots of ticks, per market partition.
+
 Run: ``python bench/bench_recovery.py`` (6 markets, 5 days), ``--days 45``,
 ``--markets 1000 --days 30 --no-compare``, ``--workers 2 --job-partitions 4
---market-partitions 4``. It starts its own broker unless ``KAFKA_BOOTSTRAP_SERVERS`` is set.
+--market-partitions 4``, ``--in-process --markets 24 --days 30 --tick-seconds 3600``. It
+starts its own broker unless ``KAFKA_BOOTSTRAP_SERVERS`` is set.
 """
 
 from __future__ import annotations
@@ -29,6 +40,7 @@ import math
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,7 +56,7 @@ from bench_pipeline import REPO, console, settings_for, start_worker
 
 from solver.evaluation.scenarios import FineTuneSpec
 from solver.market import MarketTicks, build_market_data
-from solver.policies.spec import RECOMMENDED
+from solver.policies.spec import RECOMMENDED, PolicySpec
 from solver.synthetic import ZONES, SyntheticMarketSpec, synthetic_ticks
 from solver.workload import generate_jobs
 from streams.contract import JobSubmitted, ProvisioningDecision, dump_event, parse_event, utc
@@ -53,9 +65,10 @@ from streams.kafka.partitions import partition_for
 from streams.kafka.state import KafkaState
 from streams.kafka.topics import ensure_topics
 from streams.pipeline import decision_rows
-from streams.pipeline.declaration import PIPELINE
+from streams.pipeline.declaration import PIPELINE, PipelineConfig
+from streams.pipeline.snapshot import pickle_state, restore, seal
 from streams.replay import trace_events
-from streams.runners.memory import run_in_memory
+from streams.runners.memory import MemoryPipeline, run_in_memory
 from streams.runners.tick_consumer import group_id
 from streams.settings import Settings, write_catalogue
 
@@ -229,7 +242,10 @@ def holder_of_the_coordinator(logs: list[Path]) -> int:
     raise SystemExit("no worker reports the coordinator stage")
 
 
-def run(args: argparse.Namespace, bootstrap: str, workdir: Path, data_dir: Path | None) -> None:
+def run(args: argparse.Namespace, bootstrap: str, workdir: Path, data_dir: Path | None
+        ) -> float:
+    """One history, kill and recovery; returns the seconds to the last partition's first probe
+    decision."""
     began = time.perf_counter()
     data, events, probe_at, closing = history(args.markets, args.days, args.tick_seconds,
                                               args.seed)
@@ -302,6 +318,7 @@ def run(args: argparse.Namespace, bootstrap: str, workdir: Path, data_dir: Path 
             on_disk = disk_bytes(data_dir, topic)
             console.print(f"{topic}: keeps {have:,} of {ever:,} records"
                           + (f", {on_disk / 2**20:,.1f} MiB on disk" if on_disk else ""))
+        return times[-1]
     finally:
         for worker in workers:
             if worker.poll() is None:
@@ -311,6 +328,47 @@ def run(args: argparse.Namespace, bootstrap: str, workdir: Path, data_dir: Path 
                 worker.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 worker.kill()
+
+
+def in_process(args: argparse.Namespace) -> None:
+    """The restore costs of the history's stages, measured in process (module doc)."""
+    data, events, _, _ = history(args.markets, args.days, args.tick_seconds, args.seed)
+    config = PipelineConfig(data.markets, 3600.0, PolicySpec.parse(args.policy))
+    pipeline = MemoryPipeline(config, args.job_partitions, args.market_partitions)
+    began = time.process_time()
+    for event in events:
+        topic = (pipeline.topics.job_events if isinstance(event, JobSubmitted)
+                 else pipeline.topics.market_ticks)
+        pipeline.send(topic, dump_event(event), event.key.encode())
+    rate = len(events) / (time.process_time() - began)
+    console.print(f"history: {args.markets} markets x {args.days:g} days, {len(events):,} "
+                  f"records taken at {rate:,.0f} records per CPU-s (ticks, and the forecasts "
+                  "and boundaries they make)")
+    names = {getattr(pipeline.topics, spec.topic): spec.name for spec in PIPELINE}
+    restore_seconds: dict[str, float] = {}
+    for (topic, partition), driver in pipeline.drivers.items():
+        stage = names[topic]
+        began = time.perf_counter()
+        blob = seal(pickle_state(driver.stage, {"config": config}), stage=stage,
+                    partition=partition, offset=0, settings="", taken=0.0)
+        sealed = time.perf_counter() - began
+        began = time.perf_counter()
+        restore(blob, stage=stage, partition=partition, settings="",
+                environment={"config": config})
+        restored = time.perf_counter() - began
+        restore_seconds[stage] = restore_seconds.get(stage, 0.0) + restored
+        console.print(f"  {stage}[{partition}]: {len(blob):,} bytes, taken in {sealed:.2f} s, "
+                      f"restored in {restored:.2f} s")
+    scale = args.scale_to / args.markets
+    per_partition = math.ceil(args.scale_to / args.market_partitions) * (
+        args.snapshot_every_epochs * 3600.0 / args.tick_seconds)
+    tail = args.market_partitions * min(args.snapshot_every_records, per_partition)
+    console.print(
+        f"scaled to {args.scale_to:,} markets: restoring the market stage "
+        f"{restore_seconds['market'] * scale:.1f} s (x {scale:g}), the others "
+        f"{sum(v for k, v in restore_seconds.items() if k != 'market'):.1f} s; a tail of at "
+        f"most {tail:,.0f} records (every market partition's) replayed in {tail / rate:.1f} "
+        "CPU-s at this history's rate")
 
 
 def compare(settings: Settings, data, events, args: argparse.Namespace) -> None:
@@ -350,7 +408,16 @@ def main() -> None:
                         help="retention margin: 0 trims the inputs right behind the snapshots")
     parser.add_argument("--timeout", type=float, default=3600.0)
     parser.add_argument("--no-compare", dest="compare", action="store_false")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="runs on one broker, each on topics of its own; prints the median")
+    parser.add_argument("--in-process", action="store_true",
+                        help="measure the restore costs in process, without a broker")
+    parser.add_argument("--scale-to", type=int, default=1000,
+                        help="markets the in-process restore costs are scaled to")
     args = parser.parse_args()
+    if args.in_process:
+        in_process(args)
+        return
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         bootstrap, data_dir = os.environ.get("KAFKA_BOOTSTRAP_SERVERS"), None
@@ -361,7 +428,11 @@ def main() -> None:
             broker = stack.enter_context(kafka.KafkaBroker(kafka.fetch_jars(kafka.kafka_home()),
                                                            workdir / "kafka"))
             bootstrap, data_dir = broker.bootstrap, broker.data_dir
-        run(args, bootstrap, workdir, data_dir)
+        times = [run(args, bootstrap, workdir, data_dir) for _ in range(args.runs)]
+        if args.runs > 1:
+            console.print(f"{args.markets} markets x {args.days:g} days, {args.runs} runs: "
+                          f"start to first probe decision {', '.join(f'{t:.1f}' for t in times)}"
+                          f" s, median {statistics.median(times):.1f} s")
 
 
 if __name__ == "__main__":

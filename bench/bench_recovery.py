@@ -52,6 +52,7 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import GroupCoordinatorNotAvailableError
 from bench_pipeline import REPO, console, settings_for, start_worker
 
 from solver.evaluation.scenarios import FineTuneSpec
@@ -147,8 +148,11 @@ async def lag(settings: Settings) -> int:
 def wait_caught_up(settings: Settings, timeout: float) -> float:
     began = time.monotonic()
     while time.monotonic() - began < timeout:
-        if asyncio.run(lag(settings)) == 0:
-            return time.monotonic() - began
+        try:
+            if asyncio.run(lag(settings)) == 0:
+                return time.monotonic() - began
+        except GroupCoordinatorNotAvailableError:  # a new broker's offsets topic: ask again
+            pass
         time.sleep(2.0)
     raise SystemExit(f"the workers did not catch up with the history in {timeout:.0f} s")
 

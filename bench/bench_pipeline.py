@@ -217,7 +217,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=float, default=5.0, help="throughput market length")
     parser.add_argument("--jobs", type=int, default=1000, help="concurrent jobs for latency")
-    parser.add_argument("--latency-days", type=float, default=5.0,
+    parser.add_argument("--latency-days", type=float, default=6.0,
                         help="latency market length")
     parser.add_argument("--epoch-seconds", type=float, default=4.0,
                         help="latency replay pace: wall-clock seconds per hourly epoch")

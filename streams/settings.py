@@ -130,6 +130,8 @@ class Settings(BaseSettings):
     @field_validator("snapshot_key")
     @classmethod
     def _snapshot_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value():
+            return None  # set but empty, as a compose file passes an unset variable on
         if value is not None and any(len(key.strip()) < MIN_KEY_CHARS
                                      for key in value.get_secret_value().split(",")):
             raise ValueError(f"expected keys of at least {MIN_KEY_CHARS} characters, "

@@ -118,6 +118,7 @@ class PartitionStages:
         self._batch = asyncio.Lock()
         self._settled = True
         """Whether every message taken had its outputs delivered (no batch was cut short)."""
+        self._stopping = False
 
     def ready(self, partition: int, offset: int) -> bool:
         """Whether the partition's stage can take the message at ``offset`` now (not while it
@@ -150,7 +151,10 @@ class PartitionStages:
             await task
 
     async def checkpoint(self) -> None:
-        """Snapshot the stages due (call once their outputs are delivered)."""
+        """Snapshot the stages due (call once their outputs are delivered); none once
+        :meth:`snapshot_all` has run."""
+        if self._stopping:
+            return
         await self._snapshot_where(lambda held: (
             held.records >= self.cadence.every_records
             or (held.records > 0 and held.epochs >= self.cadence.every_epochs)))
@@ -169,25 +173,29 @@ class PartitionStages:
         """Snapshot every stage that took records since its last snapshot (a graceful stop),
         once the batch in flight is delivered."""
         async with self._batch:
+            self._stopping = True
             if not self._settled:
                 log.warning(f"{self.topic}: not snapshotted on stop: a batch was cut short "
                             "before its outputs were delivered (its records will be replayed)")
                 return
-            due = [p for p, held in self._held.items() if held.records > 0]
-            await self._snapshot_where(lambda held: held.records > 0)
-            if due:
+            written = await self._snapshot_where(lambda held: held.records > 0)
+            if written:
                 log.info("%s: snapshotted the %s stage of partitions %s on stop", self.snapshots,
-                         self.name, due)
+                         self.name, written)
 
-    async def _snapshot_where(self, due: Callable[[_Held], bool]) -> None:
+    async def _snapshot_where(self, due: Callable[[_Held], bool]) -> list[int]:
+        """Snapshot the partitions ``due`` (not being recovered); returns those written."""
+        written = []
         for partition, held in list(self._held.items()):
             if due(held) and partition not in self._recovering:
                 try:
                     await self._snapshot(partition, held)
+                    written.append(partition)
                 except Exception as exc:  # the stage goes on; the next checkpoint tries again
                     self.metrics.failed(self.name)
                     log.error(f"{self.snapshots}[{partition}]: snapshot failed: "
                               f"{type(exc).__name__}: {exc}")
+        return written
 
     # -- recovery -------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ middle of a batch is dead-lettered while the rest of the batch flows."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
 
 import pytest
@@ -66,6 +67,9 @@ async def test_a_batch_is_committed_only_after_its_deliveries_and_stop_waits_for
 
         async def checkpoint(self) -> None:
             checkpoints.append(await committed(settings, 2))
+
+        def batch(self) -> contextlib.nullcontext[None]:
+            return contextlib.nullcontext()
 
     checkpoints: list[dict[int, int | None]] = []
     consumer = TickConsumer(settings, handle, Ready())

@@ -133,8 +133,7 @@ def throughput(bootstrap: str, workdir: Path, days: float) -> None:
         wait_for_epochs(settings, data.n_slots, timeout=600)
         worker_cpu = cpu_seconds(worker.pid) - ready_cpu
     finally:
-        worker.terminate()
-        worker.wait(timeout=60)
+        stop(worker)
     seen = asyncio.run(timestamps(settings, settings.topics.market_boundaries, 2.0))
     span = (max(ts for ts, _ in seen) - min(ts for ts, _ in seen)) / 1000.0
     rate, rate_cpu = len(events) / span, len(events) / worker_cpu
@@ -156,6 +155,18 @@ def wait_until_ready(worker: subprocess.Popen[bytes], log: Path, timeout: float 
             return
         time.sleep(0.5)
     raise SystemExit(f"the worker was not ready in {timeout:.0f} s")
+
+
+def stop(worker: subprocess.Popen[bytes], grace: float = 300.0) -> None:
+    """Stop the worker gracefully (it snapshots its stages first), killing it after
+    ``grace`` seconds."""
+    worker.terminate()
+    try:
+        worker.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        console.print(f"the worker did not stop within {grace:.0f} s of SIGTERM: killed")
+        worker.kill()
+        worker.wait()
 
 
 def cpu_seconds(pid: int) -> float:
@@ -183,8 +194,7 @@ def latency(bootstrap: str, workdir: Path, n_jobs: int, days: float,
                                    speed=3600.0 / epoch_seconds))
         time.sleep(5.0)
     finally:
-        worker.terminate()
-        worker.wait(timeout=60)
+        stop(worker)
     tick_log = asyncio.run(timestamps(settings, settings.topics.market_ticks, 2.0))
     epochs = [e for _, e in asyncio.run(timestamps(settings, settings.topics.job_events, 2.0))
               if isinstance(e, EpochClosed)]

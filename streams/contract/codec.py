@@ -122,7 +122,8 @@ def _load_object(raw: bytes | str) -> dict[str, Any]:
 def _depth(data: dict[str, Any] | list[Any]) -> int:
     """Nesting depth of a decoded JSON object or array, walked without recursion (only the
     containers are visited)."""
-    deepest, stack = 0, [(data, 1)]
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(data, 1)]
     while stack:
         value, level = stack.pop()
         deepest = max(deepest, level)

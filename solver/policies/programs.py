@@ -55,6 +55,7 @@ import numpy as np
 from solver.forecast.hazards import age_bucket
 from solver.job import Allocation
 from solver.market import SECONDS_PER_HOUR
+from solver.migration import STAY, Place
 from solver.observation import JobView, Observation
 from solver.optimize import stochastic
 from solver.optimize.stochastic import IDLE, ON_DEMAND, SPOT, SingleJob, Solution, SpotModel
@@ -70,25 +71,30 @@ spot overhead phase, about 40 ms here): a bigger program counts as several."""
 
 @dataclass
 class _Program:
-    """A solved program for one job in its market, and the slot it was solved at."""
+    """A job's solved programs, one per market it is planned in, and the slot they were solved
+    at."""
 
     solved_at: int
-    solution: Solution
+    solutions: dict[int, Solution]
 
 
 class SingleJobPrograms:
-    """The programs of the fixed-count jobs a planner hands over (module doc)."""
+    """The programs of the fixed-count jobs a planner hands over (module doc); a job allowed in
+    several markets is planned in at most ``markets`` of them at a time."""
 
     def __init__(self, source: ForecastSource, resolve_hours: float,
-                 window_hours: float | None, solves: int) -> None:
+                 window_hours: float | None, solves: int, markets: int = 3) -> None:
         if not (math.isfinite(resolve_hours) and resolve_hours > 0):
             raise ValueError(f"resolve_hours={resolve_hours!r}: expected a positive duration")
         if solves < 1:
             raise ValueError(f"solves={solves!r}: expected at least 1 program per slot")
+        if markets < 1:
+            raise ValueError(f"markets={markets!r}: expected at least 1 market to plan in")
         self.forecast = source
         self.resolve_hours = resolve_hours
         self.window_hours = window_hours
         self.solves = solves
+        self.markets = markets
         self._programs: dict[str, _Program] = {}
         self._rule = PredictionFree()
 
@@ -101,17 +107,16 @@ class SingleJobPrograms:
         markets = {v.id: _spot_markets(obs, v) for v in obs.jobs
                    if v.job.n_min == v.job.n_max and v.job.allow_spot}
         ruled = _ruled(markets)
-        planned, due = self._schedule(obs, {
-            v.id: markets[v.id][0] for v in obs.jobs
-            if v.id in markets and v.id not in ruled and self._plannable(obs, v, markets[v.id][0])})
+        usable = {v.id: self._usable(obs, v, markets[v.id]) for v in obs.jobs
+                  if v.id in markets and v.id not in ruled}
+        planned, due = self._schedule(obs, {job_id: m for job_id, m in usable.items() if m})
         for view in obs.jobs:
             if view.id in ruled:
                 choice = self._rule.decide_job(obs, view, left)
             elif view.id in planned:
-                market = markets[view.id][0]
                 if view.id in due:
-                    self._solve(obs, view, market)
-                choice = self._follow(obs, view, left, market)
+                    self._solve(obs, view, usable[view.id])
+                choice = self._follow(obs, view, left)
                 if not finishable(obs, view, choice, credit_spot=self.forecast.exact,
                                   by=view.job.hard_deadline):
                     choice = on_demand(obs, view)
@@ -124,14 +129,15 @@ class SingleJobPrograms:
         self._programs = {k: p for k, p in self._programs.items() if k in live}
         return out, left
 
-    def _schedule(self, obs: Observation, markets: dict[str, int]) -> tuple[set[str], set[str]]:
-        """The jobs of ``markets`` (job id to its market) that follow their programs at this
-        slot, and those whose programs to solve first: the jobs without one that covers their
-        state, in the order of ``obs.jobs`` (a job whose program does not fit in what is left
-        of the budget is the caller's), then, while the budget lasts, the stalest of those due
-        for a re-solve (the others follow the program they have). The budget is ``solves``
-        programs of :data:`SOLVE_WORK`; the first program of a slot is solved whatever its
-        size."""
+    def _schedule(self, obs: Observation, markets: dict[str, list[int]]
+                  ) -> tuple[set[str], set[str]]:
+        """The jobs of ``markets`` (job id to the markets it may be planned in) that follow
+        their programs at this slot, and those whose programs to solve first: the jobs without
+        programs that cover their state, in the order of ``obs.jobs`` (a job whose programs do
+        not fit in what is left of the budget is the caller's), then, while the budget lasts,
+        the stalest of those due for a re-solve (the others follow the programs they have). The
+        budget is ``solves`` programs of :data:`SOLVE_WORK`; the first job's programs of a slot
+        are solved whatever their size."""
         budget = self.solves
         planned: set[str] = set()
         due: set[str] = set()
@@ -139,7 +145,7 @@ class SingleJobPrograms:
         for order, view in enumerate(obs.jobs):
             if view.id not in markets:
                 continue
-            units = self._units(obs, view)
+            units = self._units(obs, view, len(markets[view.id]))
             if not self._covers(obs, view):
                 if units > budget and budget < self.solves:
                     continue
@@ -154,70 +160,128 @@ class SingleJobPrograms:
                 due.add(job_id)
         return planned, due
 
-    def _units(self, obs: Observation, view: JobView) -> int:
-        """Of the ``solves`` per slot, how many one program of the job takes."""
+    def _units(self, obs: Observation, view: JobView, markets: int) -> int:
+        """Of the ``solves`` per slot, how many the job's programs in ``markets`` of its
+        markets take."""
         work = stochastic.work(_single_job(obs, view), _slack(obs, view), self._window(obs))
-        return max(1, math.ceil(work / SOLVE_WORK))
+        return max(1, math.ceil(work * min(markets, self.markets) / SOLVE_WORK))
 
-    def _plannable(self, obs: Observation, view: JobView, market: int) -> bool:
-        """True when a program can plan the job in ``market``: the market has run hazards (or
-        the source is exact) and the program fits."""
-        if not self.forecast.exact and obs.outlooks[market].hazards is None:
-            return False
-        return stochastic.fits(_single_job(obs, view), _slack(obs, view), self._window(obs))
+    def _usable(self, obs: Observation, view: JobView, markets: list[int]) -> list[int]:
+        """The markets of ``markets`` a program can plan the job in: those with run hazards
+        (all with an exact source), none when the program would not fit."""
+        if not stochastic.fits(_single_job(obs, view), _slack(obs, view), self._window(obs)):
+            return []
+        return [m for m in markets
+                if self.forecast.exact or obs.outlooks[m].hazards is not None]
 
-    def _follow(self, obs: Observation, view: JobView, left: np.ndarray, market: int
-                ) -> Allocation | None:
-        """The cheapest action in the job's ``market`` by its program."""
+    def _follow(self, obs: Observation, view: JobView, left: np.ndarray) -> Allocation | None:
+        """The cheapest action over the markets the job is planned in, each valued by that
+        market's program at the job's state as seen from there, a launch away from the
+        checkpoint paying its move (transfer time out of the slack, egress in USD); staying
+        where the job is wins ties."""
         job = view.job
         n = job.n_min
         current = view.current
-        held = _held(current, market, on_demand_market(obs, view), n)
-        pending = view.pending_overhead / obs.slot_seconds if held != IDLE else 0.0
-        slack = _slack(obs, view) - (pending if held == ON_DEMAND else 0.0)
-        available = int(obs.availability_now[market])
-        held_run = obs.outlooks[market].run
-        run = held_run.at_boundary(available > 0).age if held_run is not None else 1
         program = self._programs[view.id]
-        q = program.solution.action_values(
-            obs.slot - program.solved_at, held, int(left[market]) >= n, age_bucket(run), slack,
-            pending if held == SPOT else 0.0)
-        best: tuple[float, int] | None = None
-        for action in (IDLE, SPOT, ON_DEMAND):
-            if math.isfinite(q[action]) and (best is None or q[action] < best[0] - 1e-9):
-                best = (float(q[action]), action)
-        if best is None or best[1] == ON_DEMAND:
+        slack_now = _slack(obs, view)
+        here = current.market if current is not None else -1
+        best: tuple[float, bool, int, int] | None = None
+        for market, solution in program.solutions.items():
+            held = _held(current, market, market, n)
+            pending = view.pending_overhead / obs.slot_seconds if held != IDLE else 0.0
+            move = obs.move(view, market) if held == IDLE else STAY
+            slack = (slack_now - (pending if held == ON_DEMAND else 0.0)
+                     - move.transfer_seconds / obs.slot_seconds)
+            available = int(obs.availability_now[market])
+            market_run = obs.outlooks[market].run
+            run = market_run.at_boundary(available > 0).age if market_run is not None else 1
+            q = solution.action_values(
+                obs.slot - program.solved_at, held, int(left[market]) >= n, age_bucket(run),
+                slack, pending if held == SPOT else 0.0)
+            for action in (IDLE, SPOT, ON_DEMAND):
+                if not math.isfinite(q[action]):
+                    continue
+                key = (float(q[action]) + move.egress_usd, market != here, market, action)
+                if best is None or key[0] < best[0] - 1e-9 or (
+                        key[0] <= best[0] + 1e-9 and key[1:] < best[1:]):
+                    best = key
+        if best is None:
             return on_demand(obs, view)
-        if best[1] == SPOT:
+        _, _, market, action = best
+        if action == ON_DEMAND:
+            if market == on_demand_market(obs, view):
+                return on_demand(obs, view)
+            return Allocation(market, on_demand=n)
+        if action == SPOT:
             return Allocation(market, spot=n)
         return None
 
     def _covers(self, obs: Observation, view: JobView) -> bool:
-        """True when the job has a program that covers this slot and its state."""
+        """True when the job has programs that cover this slot and its state."""
         program = self._programs.get(view.id)
-        return (program is not None
-                and obs.slot - program.solved_at < program.solution.slots
-                and _slack(obs, view) <= program.solution.max_slack + 1e-6
-                and program.solution.job == _single_job(obs, view, obs.slot - program.solved_at))
+        if program is None:
+            return False
+        since = obs.slot - program.solved_at
+        return all(since < solution.slots
+                   and _slack(obs, view) <= solution.max_slack + 1e-6
+                   and solution.job == _single_job(obs, view, since, market)
+                   for market, solution in program.solutions.items())
 
     def _stale(self, obs: Observation, view: JobView) -> bool:
-        """True when the job's program is ``resolve_hours`` old."""
+        """True when the job's programs are ``resolve_hours`` old."""
         resolve = max(1, round(self.resolve_hours * SECONDS_PER_HOUR / obs.slot_seconds))
         return obs.slot - self._programs[view.id].solved_at >= resolve
 
-    def _solve(self, obs: Observation, view: JobView, market: int) -> None:
-        """Solve the job's program for its ``market``."""
-        job = _single_job(obs, view)
-        slots = stochastic.horizon(job, self._window(obs))
-        on, price = self.forecast.transitions(obs, market, slots, view.job.n_min)
-        solution = stochastic.solve(job, SpotModel(on, price), _slack(obs, view),
-                                    window=self._window(obs))
-        self._programs[view.id] = _Program(obs.slot, solution)
+    def _solve(self, obs: Observation, view: JobView, markets: list[int]) -> None:
+        """Solve the job's programs in the markets worth planning it in, of ``markets``."""
+        solutions = {}
+        for market in self._candidates(obs, view, markets):
+            job = _single_job(obs, view, market=market)
+            slots = stochastic.horizon(job, self._window(obs))
+            on, price = self.forecast.transitions(obs, market, slots, view.job.n_min)
+            solutions[market] = stochastic.solve(job, SpotModel(on, price), _slack(obs, view),
+                                                 window=self._window(obs))
+        self._programs[view.id] = _Program(obs.slot, solutions)
+
+    def _candidates(self, obs: Observation, view: JobView, markets: list[int]) -> list[int]:
+        """The ``markets`` of ``markets`` worth planning the job in: where it runs and where
+        its checkpoint is, then the cheapest by :func:`expected_hourly`, in market order."""
+        if len(markets) <= self.markets:
+            return markets
+        kept = {m for m in markets
+                if (view.current is not None and view.current.market == m)
+                or (view.checkpoint is not None and Place.of(obs.markets[m]) == view.checkpoint)}
+        horizon = max(1, round(self.resolve_hours * SECONDS_PER_HOUR / obs.slot_seconds))
+        ranked = sorted(markets, key=lambda m: (expected_hourly(obs, view, m, horizon), m))
+        for m in ranked:
+            if len(kept) >= self.markets:
+                break
+            kept.add(m)
+        return sorted(kept)
 
     def _window(self, obs: Observation) -> int | None:
         if self.window_hours is None:
             return None
         return max(1, round(self.window_hours * SECONDS_PER_HOUR / obs.slot_seconds))
+
+
+def expected_hourly(obs: Observation, view: JobView, market: int, horizon: int) -> float:
+    """USD per hour of running the job in ``market`` over the next ``horizon`` slots, as its
+    outlook expects: the median spot price over the chance of capacity (at most the market's
+    on-demand price), plus the egress of moving there spread over the run the work needs."""
+    outlook = obs.outlooks[market]
+    on_demand_price = obs.markets[market].on_demand_price
+    if outlook.horizon:
+        ahead = min(horizon, outlook.horizon)
+        price = float(np.nanmean(outlook.price_median[:ahead]))
+        chance = float(np.mean(outlook.capacity.probability[:ahead]))
+    else:
+        price = float(obs.price_now[market])
+        chance = float(obs.availability_now[market] >= view.job.n_min)
+    spot_price = price / chance if chance > 0 and math.isfinite(price) else math.inf
+    hourly = view.job.n_min * min(spot_price, on_demand_price)
+    hours = view.job.hours_to_finish(view.remaining, view.job.n_min)
+    return hourly + obs.move(view, market).egress_usd / max(hours, obs.slot_hours)
 
 
 def spot_order(obs: Observation, rule: PredictionFree) -> tuple[JobView, ...]:
@@ -233,28 +297,30 @@ def spot_order(obs: Observation, rule: PredictionFree) -> tuple[JobView, ...]:
 
 def _ruled(markets: dict[str, list[int]]) -> set[str]:
     """The fixed-count jobs of ``markets`` (job id to its spot markets) that follow the rule:
-    those allowed in several markets, and those whose one market another of them may use."""
+    those with a market another of them may use."""
     users = Counter(m for allowed in markets.values() for m in allowed)
     return {job_id for job_id, allowed in markets.items()
-            if len(allowed) > 1 or users[allowed[0]] > 1}
+            if any(users[m] > 1 for m in allowed)}
 
 
 def _spot_markets(obs: Observation, view: JobView) -> list[int]:
     return [m for m, market in enumerate(obs.markets) if view.job.may_use(market.key)]
 
 
-def _single_job(obs: Observation, view: JobView, since: int = 0) -> SingleJob:
-    """The job in slots from the boundary ``since`` slots ago (its program's origin)."""
+def _single_job(obs: Observation, view: JobView, since: int = 0, market: int | None = None
+                ) -> SingleJob:
+    """The job in slots from the boundary ``since`` slots ago (its program's origin), falling
+    back on on-demand in ``market`` (default: :func:`~solver.policies.common.on_demand_market`)."""
     job = view.job
     slot = obs.slot_seconds
     start = obs.time - since * slot
-    market = obs.markets[on_demand_market(obs, view)]
+    place = obs.markets[on_demand_market(obs, view) if market is None else market]
     return SingleJob(
         deadline=(job.hard_deadline - start) / slot,
         soft=(job.soft_deadline - start) / slot,
         overhead=job.restart_overhead / slot,
         instances=job.n_min,
-        on_demand_price=market.on_demand_price,
+        on_demand_price=place.on_demand_price,
         slot_hours=obs.slot_hours,
         value=job.value,
         value_at_hard_deadline=job.value_at_hard_deadline,

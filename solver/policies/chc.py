@@ -45,14 +45,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
 from solver.job import Allocation
 from solver.market import SECONDS_PER_HOUR, MarketData
-from solver.observation import Decision, JobView, Observation
+from solver.observation import JobView, Observation
 from solver.optimize.backends import Backend, SolverLimits, solve_program
 from solver.optimize.decomposed import solve_decomposed
 from solver.optimize.plan import Plan
@@ -60,6 +60,7 @@ from solver.optimize.program import build_program
 from solver.policies.common import fit_cap, keeps_deadline, on_demand, spot
 from solver.policies.forecast_sources import DistributionForecast, ForecastSource, make_source
 from solver.policies.programs import SingleJobPrograms
+from solver.policies.routing import WINDOW, Composition
 
 WINDOW_SOLVERS = ("decomposed", "program")
 
@@ -76,18 +77,19 @@ class _Controller:
     plan: Plan | None
 
 
-class CommittedHorizonControl:
+class CommittedHorizonControl(Composition):
     """CHC with a window of ``window_hours`` (rounded to whole slots, at least one), a
     commitment of ``commitment`` slots (``1 <= v <= w``), planning on the ``forecast`` kind
     (:data:`~solver.policies.forecast_sources.FORECAST_KINDS`; the oracle needs the realised
-    market ``data``) or on a given ``source``."""
+    market ``data``) or on a given ``source``: the stochastic window programs on the learned
+    distributions, and the deterministic window programs (:class:`WindowPrograms`), routed by
+    :mod:`solver.policies.routing`."""
 
     name = "chc"
     PARAMETERS: ClassVar[dict[str, type]] = {
         "window_hours": float, "commitment": int, "solver": str, "forecast": str,
         "resolve_hours": float}
-    CONTEXT: ClassVar[tuple[str, ...]] = (
-        "data", "source", "backend", "limits", "programs")
+    CONTEXT: ClassVar[tuple[str, ...]] = ("data", "source", "backend", "limits")
 
     def __init__(
         self,
@@ -100,15 +102,39 @@ class CommittedHorizonControl:
         source: ForecastSource | None = None,
         backend: Backend = "highs",
         limits: SolverLimits = WINDOW_LIMITS,
-        programs: bool | None = None,
     ) -> None:
+        windows = WindowPrograms(window_hours, commitment, solver,
+                                 source if source is not None else make_source(forecast, data),
+                                 backend, limits)
+        self.forecast = windows.forecast
+        self.window_hours = window_hours
+        self.commitment = commitment
+        self.solver = solver
+        programs = (SingleJobPrograms(self.forecast, resolve_hours, window_hours, solves=12)
+                    if isinstance(self.forecast, DistributionForecast) else None)
+        super().__init__(programs, windows)
+
+    def __repr__(self) -> str:
+        return (f"CommittedHorizonControl(window_hours={self.window_hours}, "
+                f"commitment={self.commitment}, solver={self.solver!r}, "
+                f"forecast={type(self.forecast).__name__})")
+
+
+class WindowPrograms:
+    """The deterministic window programs of the module doc: ``v`` staggered fixed-horizon
+    controllers, their commitments averaged, rounded and repaired."""
+
+    name = WINDOW
+
+    def __init__(self, window_hours: float, commitment: int, solver: str,
+                 source: ForecastSource, backend: Backend, limits: SolverLimits) -> None:
         if not (math.isfinite(window_hours) and window_hours > 0):
             raise ValueError(f"window_hours={window_hours!r}: expected a positive duration")
         if isinstance(commitment, bool) or not isinstance(commitment, int) or commitment < 1:
             raise ValueError(f"commitment={commitment!r}: expected a whole number of slots >= 1")
         if solver not in WINDOW_SOLVERS:
             raise ValueError(f"solver={solver!r}: expected one of {', '.join(WINDOW_SOLVERS)}")
-        self.forecast = source if source is not None else make_source(forecast, data)
+        self.forecast = source
         self.window_hours = window_hours
         self.commitment = commitment
         self.solver = solver
@@ -116,35 +142,15 @@ class CommittedHorizonControl:
         self.limits = limits
         self.window = 0
         self._controllers: dict[int, _Controller] = {}
-        if programs is None:
-            programs = isinstance(self.forecast, DistributionForecast)
-        self._programs = (SingleJobPrograms(self.forecast, resolve_hours, window_hours,
-                                            solves=12) if programs else None)
 
-    def __repr__(self) -> str:
-        return (f"CommittedHorizonControl(window_hours={self.window_hours}, "
-                f"commitment={self.commitment}, solver={self.solver!r}, "
-                f"forecast={type(self.forecast).__name__})")
-
-    def decide(self, obs: Observation) -> Decision:
+    def plan(self, obs: Observation) -> tuple[dict[str, Allocation | None], np.ndarray]:
+        """The allocations of the jobs of ``obs`` and the spot they left."""
         if not self.window:
             self.window = max(1, round(self.window_hours * SECONDS_PER_HOUR / obs.slot_seconds))
             if self.commitment > self.window:
                 raise ValueError(
                     f"commitment={self.commitment}: expected at most the window of "
                     f"{self.window} slots ({self.window_hours:g} h)")
-        planned: dict[str, Allocation | None] = {}
-        if self._programs is not None:
-            planned, left = self._programs.decide(obs)
-            obs = replace(obs, jobs=tuple(v for v in obs.jobs if v.id not in planned),
-                          availability_now=left)
-        out = {job_id: a for job_id, a in planned.items() if a is not None}
-        if obs.jobs:
-            out.update(self._decide_windows(obs))
-        return out
-
-    def _decide_windows(self, obs: Observation) -> Decision:
-        """The deterministic window programs of the module doc, for the jobs of ``obs``."""
         k = obs.slot % self.commitment
         previous = self._controllers.get(k)
         plans, plan = self._solve(obs, previous)
@@ -203,10 +209,10 @@ def _average(opinions: list[Allocation | None], view: JobView) -> Allocation | N
 
 
 def _repair(obs: Observation, wanted: Mapping[str, Allocation | None], spot_is_safe: bool
-            ) -> Decision:
+            ) -> tuple[dict[str, Allocation | None], np.ndarray]:
     """Cap spot by the boundary's availability in priority order; apply the safety net."""
     left = np.array(obs.availability_now, dtype=np.int64)
-    out: dict[str, Allocation] = {}
+    out: dict[str, Allocation | None] = {}
     for view in obs.jobs:
         choice = wanted.get(view.id)
         if not keeps_deadline(obs, view, choice, spot_is_safe):
@@ -220,7 +226,7 @@ def _repair(obs: Observation, wanted: Mapping[str, Allocation | None], spot_is_s
             continue
         left[choice.market] -= choice.spot
         out[view.id] = choice
-    return out
+    return out, left
 
 
 def _safe_allocation(obs: Observation, view: JobView, choice: Allocation | None,

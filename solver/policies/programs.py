@@ -47,7 +47,6 @@ job runs on-demand at ``N_max`` (the soft deadline is the value function's busin
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -62,6 +61,7 @@ from solver.optimize.stochastic import IDLE, ON_DEMAND, SPOT, SingleJob, Solutio
 from solver.policies.common import claim, finishable, fit_cap, on_demand, on_demand_market
 from solver.policies.forecast_sources import ForecastSource
 from solver.policies.prediction_free import PredictionFree
+from solver.policies.routing import PROGRAM
 
 SOLVE_WORK = 80_000
 """The work one of the ``solves`` per slot stands for, in (slot, slack, state) cells of a program
@@ -79,8 +79,10 @@ class _Program:
 
 
 class SingleJobPrograms:
-    """The programs of the fixed-count jobs a planner hands over (module doc); a job allowed in
+    """The programs of the fixed-count jobs routed to them (module doc); a job allowed in
     several markets is planned in at most ``markets`` of them at a time."""
+
+    name = PROGRAM
 
     def __init__(self, source: ForecastSource, resolve_hours: float,
                  window_hours: float | None, solves: int, markets: int = 3) -> None:
@@ -96,69 +98,53 @@ class SingleJobPrograms:
         self.solves = solves
         self.markets = markets
         self._programs: dict[str, _Program] = {}
-        self._rule = PredictionFree()
+        self._order = PredictionFree()
 
-    def decide(self, obs: Observation) -> tuple[dict[str, Allocation | None], np.ndarray]:
-        """Allocations (``None``: idle) of the jobs a program or the rule decides, and the spot
-        they left per market; the other jobs are the caller's."""
-        obs = replace(obs, jobs=spot_order(obs, self._rule))
+    def plannable(self, obs: Observation, view: JobView) -> bool:
+        """True when programs can plan the job: some market it may use has run hazards (any,
+        with an exact source), and the program fits."""
+        return bool(self._usable(obs, view))
+
+    def plan(self, obs: Observation) -> tuple[dict[str, Allocation | None], np.ndarray]:
+        """Allocations (``None``: idle) of the jobs of ``obs`` by their programs, and the spot
+        they left per market."""
+        obs = replace(obs, jobs=spot_order(obs, self._order))
         left = np.array(obs.availability_now, dtype=np.int64)
         out: dict[str, Allocation | None] = {}
-        markets = {v.id: _spot_markets(obs, v) for v in obs.jobs
-                   if v.job.n_min == v.job.n_max and v.job.allow_spot}
-        ruled = _ruled(markets)
-        usable = {v.id: self._usable(obs, v, markets[v.id]) for v in obs.jobs
-                  if v.id in markets and v.id not in ruled}
-        planned, due = self._schedule(obs, {job_id: m for job_id, m in usable.items() if m})
+        due = self._due(obs)
         for view in obs.jobs:
-            if view.id in ruled:
-                choice = self._rule.decide_job(obs, view, left)
-            elif view.id in planned:
-                if view.id in due:
-                    self._solve(obs, view, usable[view.id])
-                choice = self._follow(obs, view, left)
-                if not finishable(obs, view, choice, credit_spot=self.forecast.exact,
-                                  by=view.job.hard_deadline):
-                    choice = on_demand(obs, view)
-                choice = fit_cap(obs, view, choice)
-            else:
-                continue
+            if view.id in due:
+                self._solve(obs, view, self._usable(obs, view))
+            choice = self._follow(obs, view, left)
+            if not finishable(obs, view, choice, credit_spot=self.forecast.exact,
+                              by=view.job.hard_deadline):
+                choice = on_demand(obs, view)
+            choice = fit_cap(obs, view, choice)
             claim(left, choice)
             out[view.id] = choice
         live = {v.id for v in obs.jobs}
         self._programs = {k: p for k, p in self._programs.items() if k in live}
         return out, left
 
-    def _schedule(self, obs: Observation, markets: dict[str, list[int]]
-                  ) -> tuple[set[str], set[str]]:
-        """The jobs of ``markets`` (job id to the markets it may be planned in) that follow
-        their programs at this slot, and those whose programs to solve first: the jobs without
-        programs that cover their state, in the order of ``obs.jobs`` (a job whose programs do
-        not fit in what is left of the budget is the caller's), then, while the budget lasts,
-        the stalest of those due for a re-solve (the others follow the programs they have). The
-        budget is ``solves`` programs of :data:`SOLVE_WORK`; the first job's programs of a slot
-        are solved whatever their size."""
+    def _due(self, obs: Observation) -> set[str]:
+        """The jobs whose programs to solve at this slot: every job without programs that
+        cover its state (a job is planned from the slot it is admitted), then, while the budget
+        of ``solves`` programs of :data:`SOLVE_WORK` lasts, the stalest of those due for a
+        re-solve (at least one a slot); the others follow the programs they have."""
         budget = self.solves
-        planned: set[str] = set()
         due: set[str] = set()
         stale: list[tuple[int, int, str, int]] = []
         for order, view in enumerate(obs.jobs):
-            if view.id not in markets:
-                continue
-            units = self._units(obs, view, len(markets[view.id]))
             if not self._covers(obs, view):
-                if units > budget and budget < self.solves:
-                    continue
-                budget -= units
                 due.add(view.id)
             elif self._stale(obs, view):
+                units = self._units(obs, view, len(self._usable(obs, view)))
                 stale.append((self._programs[view.id].solved_at, order, view.id, units))
-            planned.add(view.id)
         for _, _, job_id, units in sorted(stale):
             if units <= budget or budget == self.solves:
                 budget -= units
                 due.add(job_id)
-        return planned, due
+        return due
 
     def _units(self, obs: Observation, view: JobView, markets: int) -> int:
         """Of the ``solves`` per slot, how many the job's programs in ``markets`` of its
@@ -166,13 +152,13 @@ class SingleJobPrograms:
         work = stochastic.work(_single_job(obs, view), _slack(obs, view), self._window(obs))
         return max(1, math.ceil(work * min(markets, self.markets) / SOLVE_WORK))
 
-    def _usable(self, obs: Observation, view: JobView, markets: list[int]) -> list[int]:
-        """The markets of ``markets`` a program can plan the job in: those with run hazards
-        (all with an exact source), none when the program would not fit."""
+    def _usable(self, obs: Observation, view: JobView) -> list[int]:
+        """The markets a program can plan the job in: those it may use with run hazards (all,
+        with an exact source), none when the program would not fit."""
         if not stochastic.fits(_single_job(obs, view), _slack(obs, view), self._window(obs)):
             return []
-        return [m for m in markets
-                if self.forecast.exact or obs.outlooks[m].hazards is not None]
+        return [m for m, market in enumerate(obs.markets) if view.job.may_use(market.key)
+                and (self.forecast.exact or obs.outlooks[m].hazards is not None)]
 
     def _follow(self, obs: Observation, view: JobView, left: np.ndarray) -> Allocation | None:
         """The cheapest action over the markets the job is planned in, each valued by that
@@ -293,18 +279,6 @@ def spot_order(obs: Observation, rule: PredictionFree) -> tuple[JobView, ...]:
         return rule.margin(obs, view) >= 0, not holds
 
     return tuple(sorted(obs.jobs, key=key))
-
-
-def _ruled(markets: dict[str, list[int]]) -> set[str]:
-    """The fixed-count jobs of ``markets`` (job id to its spot markets) that follow the rule:
-    those with a market another of them may use."""
-    users = Counter(m for allowed in markets.values() for m in allowed)
-    return {job_id for job_id, allowed in markets.items()
-            if any(users[m] > 1 for m in allowed)}
-
-
-def _spot_markets(obs: Observation, view: JobView) -> list[int]:
-    return [m for m, market in enumerate(obs.markets) if view.job.may_use(market.key)]
 
 
 def _single_job(obs: Observation, view: JobView, since: int = 0, market: int | None = None

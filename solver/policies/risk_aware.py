@@ -29,24 +29,23 @@ function's business). Committed Horizon Control applies its own safety net.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import ClassVar
 
 from solver.market import MarketData
-from solver.observation import Decision, Observation
-from solver.policies.chc import CommittedHorizonControl
+from solver.policies.chc import WINDOW_LIMITS, WindowPrograms
 from solver.policies.forecast_sources import DistributionForecast, ForecastSource, make_source
 from solver.policies.programs import SingleJobPrograms
+from solver.policies.routing import Composition
 
 
-class RiskAware:
+class RiskAware(Composition):
     """The risk-aware planner (module doc), planning on ``forecast`` (default: the learned
     distributions)."""
 
     name = "risk-aware"
     PARAMETERS: ClassVar[dict[str, type]] = {
         "forecast": str, "resolve_hours": float, "window_hours": float, "confidence": float,
-        "solves": int}
+        "solves": int, "markets": int}
     CONTEXT: ClassVar[tuple[str, ...]] = (
         "data", "source")
 
@@ -57,6 +56,7 @@ class RiskAware:
         window_hours: float = 24.0,
         confidence: float = 0.9,
         solves: int = 12,
+        markets: int = 3,
         data: MarketData | None = None,
         source: ForecastSource | None = None,
     ) -> None:
@@ -68,19 +68,13 @@ class RiskAware:
         self.window_hours = window_hours
         self.confidence = confidence
         self.solves = solves
-        self._programs = SingleJobPrograms(source, resolve_hours, None, solves)
-        self._windowed = CommittedHorizonControl(window_hours, source=source, programs=False)
+        self.markets = markets
+        super().__init__(
+            SingleJobPrograms(source, resolve_hours, None, solves, markets),
+            WindowPrograms(window_hours, 1, "decomposed", source, "highs", WINDOW_LIMITS))
 
     def __repr__(self) -> str:
         return (f"RiskAware(resolve_hours={self.resolve_hours}, "
                 f"window_hours={self.window_hours}, confidence={self.confidence}, "
-                f"solves={self.solves}, "
+                f"solves={self.solves}, markets={self.markets}, "
                 f"forecast={type(self.forecast).__name__})")
-
-    def decide(self, obs: Observation) -> Decision:
-        planned, left = self._programs.decide(obs)
-        out = {job_id: a for job_id, a in planned.items() if a is not None}
-        others = tuple(v for v in obs.jobs if v.id not in planned)
-        if others:
-            out.update(self._windowed.decide(replace(obs, jobs=others, availability_now=left)))
-        return out

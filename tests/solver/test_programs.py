@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from solver.forecast.hazards import AGE_EDGES, HazardTable
+from solver.forecast.hazards import AGE_EDGES, HazardTable, age_bucket
 from solver.forecast.levels import LevelModel
 from solver.forecast.outlook import CapacityForecast, MarketOutlook
 from solver.job import Allocation
@@ -59,19 +59,22 @@ def test_a_job_wanting_more_instances_than_the_market_offers_does_not_wait_for_t
 
 
 class _ProgramsOnly:
-    """Only the programs (and the rule they hand contested jobs to) decide, their other jobs
-    idle; records what they decided."""
+    """Only the programs decide (the jobs they can plan; the others idle); records what they
+    decided."""
 
     name = "programs-only"
 
-    def __init__(self, solves: int, resolve_hours: float) -> None:
+    def __init__(self, solves: int, resolve_hours: float, migration_markets: int = 3) -> None:
         self.programs = SingleJobPrograms(DistributionForecast(), resolve_hours, None,
-                                          solves=solves)
+                                          solves=solves, markets=migration_markets)
         self.planned: dict[int, list[str]] = {}
+        self.decided: dict[int, dict[str, Allocation | None]] = {}
 
     def decide(self, obs):
-        out, _ = self.programs.decide(obs)
+        jobs = tuple(v for v in obs.jobs if self.programs.plannable(obs, v))
+        out, _ = self.programs.plan(replace(obs, jobs=jobs))
         self.planned[obs.slot] = sorted(out)
+        self.decided[obs.slot] = out
         return {k: a for k, a in out.items() if a is not None}
 
 
@@ -90,83 +93,115 @@ def counted_solves(monkeypatch):
 
 
 def test_a_job_whose_re_solve_must_wait_keeps_following_its_program(counted_solves):
-    """With one solve per slot and programs due every slot, the second job gets its program
-    at the next slot, and from then on both jobs follow programs, re-solved in turn. (Each job
-    has a market of its own: jobs that share every market follow the rule.)"""
+    """With one solve per slot and programs due every slot, both jobs are planned at the slot
+    they are admitted, then re-solved in turn, one a slot, each following the program it has
+    meanwhile."""
     slots = 32
     data = flat_data(np.full((2, slots), 0.9), np.full((2, slots), 4))
     jobs = [job(id=f"j{k + 1}", workload=6.0, release=2 * HOUR, soft=(31 + k / 2) * HOUR,
                 allowed_markets=(data.markets[k].key,)) for k in (0, 1)]
     policy = _ProgramsOnly(solves=1, resolve_hours=1.0)
     simulate(data, jobs, policy)
-    assert policy.planned[2] == ["j1"]
-    assert all(policy.planned[t] == ["j1", "j2"] for t in range(3, 8))
+    assert all(policy.planned[t] == ["j1", "j2"] for t in range(2, 8))
     busy = [t for t, planned in policy.planned.items() if planned]
-    assert len(counted_solves) == len(busy)  # one solve per slot, never more
+    assert len(counted_solves) == len(busy) + 1  # both at admission, then one a slot
     # j1's deadlines are whole slots from a boundary, j2's half: the stalest goes first
     assert [d % 1 == 0 for d in counted_solves[:6]] == [True, False] * 3
 
 
-def test_a_job_allowed_in_several_markets_follows_the_prediction_free_rule(counted_solves):
-    """A lone job allowed in two markets can move to the other when its own loses capacity,
-    which a program of one market does not count on: it decides as the prediction-free rule
-    would at every slot, and no program is solved. Confined to one of them, it follows a
-    program."""
+def test_one_market_is_the_single_market_program(counted_solves):
+    """Allowed in a second market that never offers spot (and moves free), a job decides at
+    every slot as it does confined to its first market: one market's program."""
     slots = 30
     rng = np.random.default_rng(5)
-    data = flat_data(rng.uniform(0.8, 1.2, (2, slots)), rng.integers(0, 2, (2, slots)))
+    price = np.vstack([rng.uniform(0.8, 1.2, slots), np.full(slots, 0.5)])
+    availability = np.vstack([rng.integers(0, 2, slots), np.zeros(slots, int)])
+    data = flat_data(price, availability)
     a, b = (m.key for m in data.markets)
-    free = job(id="free", workload=12.0, release=2 * HOUR, soft=22 * HOUR,
-               restart_overhead=360.0, allowed_markets=(a, b))
-    policy = _ProgramsOnly(solves=12, resolve_hours=6.0)
-    rule = make_policy("prediction-free")
-    decided: list[int] = []
-
-    def decide(obs):
-        out = _ProgramsOnly.decide(policy, obs)
-        if obs.jobs:
-            decided.append(obs.slot)
-            assert out == rule.decide(obs)
-        return out
-
-    policy.decide = decide
-    simulate(data, [free], policy)
-    assert len(decided) >= 12 and not counted_solves
-    simulate(data, [replace(free, allowed_markets=(a,))], _ProgramsOnly(12, 6.0))
-    assert counted_solves
+    alone = job(id="j", workload=12.0, release=2 * HOUR, soft=22 * HOUR,
+                restart_overhead=360.0, allowed_markets=(a,))
+    one, two = _ProgramsOnly(12, 6.0), _ProgramsOnly(12, 6.0)
+    simulate(data, [alone], one)
+    simulate(data, [replace(alone, allowed_markets=(a, b))], two)
+    assert one.decided == two.decided and len(one.decided) >= 12
+    assert {d % 1 for d in counted_solves} == {0.0}
 
 
-def test_jobs_sharing_every_market_follow_the_prediction_free_rule(counted_solves):
-    """Three jobs in one market: a program would see only the jobs before it now, not those
-    that come, go and overtake it, so while two or more are there each follows the
-    prediction-free rule, as that policy would decide with spot going to the jobs in the
-    programs' order, and no program is solved."""
+def test_the_first_decision_is_the_programs_best_action():
+    """At admission the job takes the cheapest action of a program solved on the same
+    forecasts (the single-market program, followed)."""
+    slots = 30
+    rng = np.random.default_rng(7)
+    data = flat_data(rng.uniform(0.8, 1.2, (1, slots)), rng.integers(0, 2, (1, slots)))
+    j = job(id="j", workload=12.0, release=4 * HOUR, soft=24 * HOUR, restart_overhead=360.0)
+    seen = []
+
+    class Recording(_ProgramsOnly):
+        def decide(self, obs):
+            out = super().decide(obs)
+            if self.decided[obs.slot] and not seen:
+                seen.append(obs)
+            return out
+
+    policy = Recording(12, 6.0)
+    simulate(data, [j], policy)
+    obs = seen[0]
+    view = obs.jobs[0]
+    left = (j.hard_deadline - obs.time) / HOUR
+    program = stochastic.SingleJob(left, left, 0.1, 1, 3.0, 1.0, 0.0, 0.0, 0.0)
+    on, price = DistributionForecast().transitions(obs, 0, round(left), 1)
+    slack = (j.hard_deadline - obs.time - j.workload * HOUR) / HOUR
+    solution = stochastic.solve(program, stochastic.SpotModel(on, price), slack)
+    run = obs.outlooks[0].run.at_boundary(bool(obs.availability_now[0])).age
+    best = solution.best_action(0, stochastic.IDLE, bool(obs.availability_now[0]),
+                                age_bucket(run), slack)
+    expected = {stochastic.IDLE: None, stochastic.SPOT: Allocation(0, spot=1),
+                stochastic.ON_DEMAND: Allocation(0, on_demand=1)}[best]
+    assert policy.decided[obs.slot][view.id] == expected
+
+
+def test_a_job_allowed_in_several_markets_is_planned_in_the_cheapest_few(counted_solves):
+    """Four markets, programs in at most two: the job's programs are solved in the two its
+    outlooks make cheapest (here the two with the cheaper spot), never in the others."""
+    slots = 30
+    price = np.array([[2.0] * slots, [0.5] * slots, [2.5] * slots, [0.6] * slots])
+    data = flat_data(price, np.ones((4, slots), int))
+    free = job(id="free", workload=12.0, release=4 * HOUR, soft=26 * HOUR,
+               restart_overhead=360.0)
+    policy = _ProgramsOnly(12, 6.0, migration_markets=2)
+    result = simulate(data, [free], policy).jobs[0]
+    assert result.hard_deadline_met
+    assert {a.market for d in policy.decided.values() for a in d.values() if a} <= {1, 3}
+    assert len(counted_solves) % 2 == 0
+
+
+def test_jobs_sharing_a_market_each_follow_a_program_and_share_its_spot(counted_solves):
+    """Three two-instance jobs in one market: each follows its program; the spot they ask for
+    never exceeds what the boundary shows, going first to the jobs already on it."""
     slots = 30
     rng = np.random.default_rng(3)
     data = flat_data(rng.uniform(0.8, 1.2, (1, slots)), rng.integers(0, 5, (1, slots)))
-    jobs = [job(id=f"j{k}", workload=20.0, release=k * HOUR, soft=(18 + 2 * k) * HOUR,
+    jobs = [job(id=f"j{k}", workload=20.0, release=(k + 2) * HOUR, soft=(20 + 2 * k) * HOUR,
                 n_min=2, n_max=2, restart_overhead=360.0) for k in range(3)]
     policy = _ProgramsOnly(solves=12, resolve_hours=6.0)
-    rule = make_policy("prediction-free")
-    shared: list[int] = []
+    shared = []
 
     def decide(obs):
-        solved = len(counted_solves)
         out = _ProgramsOnly.decide(policy, obs)
-        if len(obs.jobs) > 1:
+        if len(out) > 1:
             shared.append(obs.slot)
-            assert out == rule.decide(replace(obs, jobs=spot_order(obs, rule)))
-            assert len(counted_solves) == solved
+        assert sum(a.spot for a in out.values()) <= obs.availability_now[0]
         return out
 
     policy.decide = decide
-    simulate(data, jobs, policy)
-    assert len(shared) >= 10 and counted_solves  # shared slots, and a lone job's programs
+    results = simulate(data, jobs, policy).jobs
+    assert len(shared) >= 10 and len(counted_solves) >= 3
+    assert all(r.hard_deadline_met for r in results)
 
 
 def test_a_long_program_counts_as_several_of_the_solves_per_slot(counted_solves):
-    """Week-long programs take more than one of the solves: with two per slot, one is solved
-    per slot; shorter ones would both be solved at once."""
+    """Week-long programs take more than one of the solves: with two per slot and programs
+    due every slot, one is re-solved per slot; shorter ones would both be."""
     slots = 230
     data = flat_data(np.full((2, slots), 0.9), np.full((2, slots), 4))
     jobs = [job(id=f"j{k}", workload=6.0, release=2 * HOUR, soft=(220 + k) * HOUR,
@@ -174,10 +209,10 @@ def test_a_long_program_counts_as_several_of_the_solves_per_slot(counted_solves)
     program = stochastic.SingleJob(218.0, 218.0, 0.0, 1, 3.0, 1.0, 0.0, 0.0, 0.0)
     assert stochastic.work(program, 212.0) > SOLVE_WORK > stochastic.work(
         replace(program, deadline=48.0, soft=48.0), 42.0)
-    policy = _ProgramsOnly(solves=2, resolve_hours=1e6)
+    policy = _ProgramsOnly(solves=2, resolve_hours=1.0)
     simulate(data, jobs, policy)
-    assert policy.planned[2] == ["j1"] and policy.planned[3] == ["j1", "j2"]
-    assert len(counted_solves) == 2
+    busy = [t for t, planned in policy.planned.items() if planned]
+    assert len(counted_solves) == len(busy) + 1  # both at admission, then one a slot
 
 
 def test_spot_goes_to_the_jobs_behind_then_to_those_running_on_it_then_in_priority_order():
@@ -195,8 +230,8 @@ def test_spot_goes_to_the_jobs_behind_then_to_those_running_on_it_then_in_priori
 
 
 def test_a_job_that_would_buy_on_demand_for_want_of_spot_goes_before_one_that_can_wait():
-    """One instance of spot, two one-instance jobs that may use only that market (so both follow
-    the prediction-free rule). A job with a day to spare runs on it when one due soon is
+    """One instance of spot, two one-instance jobs that may use only that market, each
+    following its program. A job with a day to spare runs on it when one due soon is
     released; once that one is behind (it would buy on-demand without spot), it takes the spot
     and the other, which can wait, idles: no on-demand is bought."""
     slots = 40

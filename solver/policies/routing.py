@@ -1,0 +1,115 @@
+"""Which planner a job gets: the routing table, declared here and nowhere else.
+
+A planning policy (``risk-aware``, ``chc``) is a composition of planners behind one interface
+(:class:`Planner`): the stochastic program (:class:`~solver.policies.programs.SingleJobPrograms`,
+:data:`PROGRAM`), the window program of Committed Horizon Control (:data:`WINDOW`) and the
+prediction-free threshold rule (:data:`RULE`). :func:`route` is the table; a :class:`Router`
+applies it to each job when the job is first seen (admitted) and keeps the answer for the job's
+life, so a job never changes planner from slot to slot (a job whose re-solve must wait for the
+per-slot solve budget follows the plan it has), and every decision names the planner that made
+it (:meth:`Router.planner`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Literal, Protocol
+
+import numpy as np
+
+from solver.job import Allocation
+from solver.observation import Decision, JobView, Observation
+
+PlannerName = Literal["program", "window", "rule"]
+PROGRAM: PlannerName = "program"
+WINDOW: PlannerName = "window"
+RULE: PlannerName = "rule"
+PLANNERS: tuple[PlannerName, ...] = (PROGRAM, WINDOW, RULE)
+"""The planners: the stochastic program over (slack, mode, capacity, run age) per market, the
+committed-horizon window program, the prediction-free threshold rule."""
+
+
+class Planner(Protocol):
+    """One planner: given the jobs routed to it (``obs.jobs``, in spot-priority order) and the
+    spot the planners before it left (``obs.availability_now``), an allocation per job
+    (``None``: idle) and the spot left after them."""
+
+    name: PlannerName
+
+    def plan(self, obs: Observation) -> tuple[dict[str, Allocation | None], np.ndarray]: ...
+
+
+def route(view: JobView, programs: bool, plannable: Callable[[JobView], bool]) -> PlannerName:
+    """The routing table. With a stochastic program among the composition's planners
+    (``programs``), a job at a fixed instance count that may use spot goes to it when
+    ``plannable`` (its markets have learned run hazards, or forecasts are exact, and the
+    program fits), wherever it may run and whoever else runs there; every other job goes to the
+    window program. A composition without programs sends every job to the window program."""
+    job = view.job
+    if programs and job.n_min == job.n_max and job.allow_spot and plannable(view):
+        return PROGRAM
+    return WINDOW
+
+
+class Router:
+    """The route of each job, decided by :func:`route` when the job is first seen and kept
+    for its life."""
+
+    def __init__(self, programs: bool) -> None:
+        self.programs = programs
+        self._routes: dict[str, PlannerName] = {}
+
+    def assign(self, obs: Observation, plannable: Callable[[JobView], bool]
+               ) -> Mapping[str, PlannerName]:
+        """The route of each job of ``obs`` (new jobs routed now); jobs gone are forgotten."""
+        self._routes = {v.id: self._routes.get(v.id) or route(v, self.programs, plannable)
+                        for v in obs.jobs}
+        return self._routes
+
+    def planner(self, job_id: str) -> PlannerName | None:
+        """The planner of a live job (``None``: not seen)."""
+        return self._routes.get(job_id)
+
+
+class ProgramPlanner(Planner, Protocol):
+    """The stochastic program, which also says whether it can plan a job."""
+
+    def plannable(self, obs: Observation, view: JobView) -> bool: ...
+
+
+class Composition:
+    """A policy made of planners: each job goes to the planner its route names (the program
+    first, then the window program on the spot the program's jobs left); every decision names
+    its planner (:meth:`planner`)."""
+
+    name: str
+
+    def __init__(self, programs: ProgramPlanner | None, window: Planner) -> None:
+        self.programs = programs
+        self.window = window
+        self.router = Router(programs is not None)
+
+    def decide(self, obs: Observation) -> Decision:
+        programs = self.programs
+        routes = self.router.assign(
+            obs, (lambda v: programs.plannable(obs, v)) if programs is not None else _never)
+        out: dict[str, Allocation] = {}
+        left = obs.availability_now
+        for planner in (programs, self.window):
+            if planner is None:
+                continue
+            jobs = tuple(v for v in obs.jobs if routes[v.id] == planner.name)
+            if not jobs and planner is self.window:
+                continue
+            planned, left = planner.plan(replace(obs, jobs=jobs, availability_now=left))
+            out.update((k, a) for k, a in planned.items() if a is not None)
+        return out
+
+    def planner(self, job_id: str) -> PlannerName | None:
+        """The planner that decides the job (``None``: a job not seen yet)."""
+        return self.router.planner(job_id)
+
+
+def _never(view: JobView) -> bool:
+    return False

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from solver.job import Allocation
@@ -36,7 +36,8 @@ class Explanation:
     forecast probability of spot capacity for the whole slot (``NaN`` while the forecaster
     knows nothing); ``move``: what launching there moves (:mod:`solver.migration`; a launch
     away from the checkpoint's place ``checkpoint``), :data:`~solver.migration.STAY` when the
-    job keeps what it holds.
+    job keeps what it holds; ``planner``: the planner that decided
+    (:mod:`solver.policies.routing`; a policy not made of planners decides itself: its name).
     """
 
     expected_cost_usd: float
@@ -48,6 +49,7 @@ class Explanation:
     capacity_probability: float
     move: Move = STAY
     checkpoint: Place | None = None
+    planner: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,13 +69,15 @@ class SlotDecision:
     spot-priority order; ``departures`` the jobs that left since the last boundary (those
     decided then and not now) and the jobs failed now (``outcome`` ``failed``, ``reason`` why);
     ``policy_errors`` what the policy raised deciding the jobs together, when the engine then
-    decided them one by one (``isolate_failures``).
+    decided them one by one (``isolate_failures``); ``planners`` the planner that decided each
+    allocated job.
     """
 
     observation: Observation
     allocations: Mapping[str, Allocation]
     departures: Mapping[str, Departure]
     policy_errors: tuple[Exception, ...] = ()
+    planners: Mapping[str, str] = field(default_factory=dict)
 
     def explain(self, job_id: str) -> Explanation:
         """The explanation of an allocated job's decision (computed when asked)."""
@@ -99,4 +103,5 @@ class SlotDecision:
                                   else math.nan),
             move=move,
             checkpoint=view.checkpoint,
+            planner=self.planners.get(job_id, ""),
         )

@@ -321,7 +321,15 @@ class Engine:
             if job_id not in decided and job_id not in failures:
                 departures[job_id] = Departure(previous.market, self._states[job_id].outcome)
         self._decided = dict(decided)
-        return SlotDecision(obs, decided, departures, tuple(errors))
+        return SlotDecision(obs, decided, departures, tuple(errors),
+                            {job_id: self._planner(job_id) for job_id in decided})
+
+    def _planner(self, job_id: str) -> str:
+        """The planner that decided a job: the policy's answer when it is made of planners
+        (``planner(job_id)``), else the policy's name."""
+        named = getattr(self.policy, "planner", None)
+        planner = named(job_id) if named is not None else None
+        return planner or self.policy.name
 
     def _observe(self, jobs: list[JobState], price_now: np.ndarray,
                  availability_now: np.ndarray, outlooks: Outlooks) -> Observation:

@@ -72,4 +72,3 @@ class Observation:
 
 Decision = Mapping[str, Allocation]
 """Allocations by job id for one slot; a job left out runs nothing."""
-

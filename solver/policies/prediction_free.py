@@ -38,6 +38,7 @@ import numpy as np
 from solver.job import Allocation
 from solver.observation import Decision, JobView, Observation
 from solver.policies.common import fit_cap, on_demand, one_by_one, spot
+from solver.policies.routing import RULE
 
 
 class PredictionFree:
@@ -66,6 +67,10 @@ class PredictionFree:
 
     def decide(self, obs: Observation) -> Decision:
         return one_by_one(obs, lambda view, left: self.decide_job(obs, view, left))
+
+    def planner(self, job_id: str) -> str:
+        """Every job is decided by the threshold rule."""
+        return RULE
 
     def margin(self, obs: Observation, view: JobView) -> float:
         """The job's margin in seconds (module doc); ``-inf`` once its slack is under one slot

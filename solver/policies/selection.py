@@ -254,6 +254,16 @@ class PolicySelection:
             answers.update((v.id, answer[v.id]) for v in views if v.id in answer)
         return _share_spot(obs, answers)
 
+    def planner(self, job_id: str) -> str | None:
+        """The planner of the member playing the job (the member's name when it is not made of
+        planners; ``None``: a job not seen yet)."""
+        assigned = self._assigned.get(job_id)
+        member = self._live.get(assigned.played) if assigned is not None else None
+        if member is None:
+            return None
+        named = getattr(member, "planner", None)
+        return (named(job_id) if named is not None else None) or member.name
+
     def _member(self, k: int) -> Policy:
         return self._make(self.selector.pool[k], **self._member_context)
 

@@ -385,6 +385,10 @@ class ProvisioningDecision(Envelope):
     release_cause: ReleaseCause | None = Field(
         None, description="Why the job left; set exactly when action is release")
     policy: Name
+    planner: Name | None = Field(
+        None, description="The planner that decided: program, window or rule for a policy made "
+        "of planners, else the policy's name (null on release, and in messages older than the "
+        "field)")
     expected_cost_usd: NonNegativeAmount = Field(
         description="Cost the policy expects for the slot")
     slack_seconds: Seconds = Field(description="Time to spare before the hard deadline")

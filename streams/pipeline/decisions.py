@@ -36,7 +36,7 @@ def run_or_idle(slot: DecidedSlot, decided: SlotDecision, job_id: str) -> Provis
     return _decision(
         slot, job_id, allocation, "run" if allocation.total else "idle",
         expected_cost_usd=why.expected_cost_usd, slack_seconds=why.slack_seconds,
-        market_view=MarketView(
+        planner=why.planner or None, market_view=MarketView(
             spot_price_now=why.spot_price_now, spot_available_now=why.spot_available_now,
             on_demand_price=why.on_demand_price, price_forecast=_known(why.price_forecast),
             capacity_probability=_known(why.capacity_probability), **_move(why)),

@@ -1,0 +1,92 @@
+"""One routing table, kept for a job's life, and every decision naming its planner."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import solver
+from solver.engine import Engine
+from solver.policies import make_policy
+from solver.policies.routing import PLANNERS, PROGRAM, WINDOW, Router
+from tests.solver.helpers import HOUR, flat_data, job
+
+POLICIES = Path(solver.__file__).parent / "policies"
+ROUTING_PREDICATES = (
+    re.compile(r"n_min\s*==\s*[\w.]*n_max"),  # "a fixed instance count"
+    re.compile(r"n_max\s*==\s*[\w.]*n_min"),
+    re.compile(r"\broute\("),
+    re.compile(r"\bRouter\("),
+)
+
+
+def test_routing_is_declared_in_the_routing_module_alone():
+    """No other policy module decides which planner a job gets: the routing predicates and the
+    router appear in solver/policies/routing.py only."""
+    offenders = [
+        f"{path.name}: {pattern.pattern}"
+        for path in sorted(POLICIES.glob("*.py")) if path.name != "routing.py"
+        for pattern in ROUTING_PREDICATES if pattern.search(path.read_text())]
+    assert offenders == []
+    routing = (POLICIES / "routing.py").read_text()
+    assert all(p.search(routing) for p in ROUTING_PREDICATES[:1] + ROUTING_PREDICATES[2:])
+
+
+def _views(*jobs):
+    from solver.observation import JobView
+    return tuple(JobView(j, j.workload, 0.0, None) for j in jobs)
+
+
+def test_a_route_is_decided_when_the_job_is_first_seen_and_kept_for_its_life():
+    fixed, ranged = job(id="fixed"), job(id="ranged", n_min=1, n_max=3)
+    router = Router(programs=True)
+    obs = type("Obs", (), {})()
+    obs.jobs = _views(fixed, ranged)
+    assert dict(router.assign(obs, lambda v: True)) == {"fixed": PROGRAM, "ranged": WINDOW}
+    # later the program could not plan it: the job keeps its route
+    assert router.assign(obs, lambda v: False)["fixed"] == PROGRAM
+    obs.jobs = _views(ranged)
+    assert dict(router.assign(obs, lambda v: False)) == {"ranged": WINDOW}
+    assert router.planner("fixed") is None  # gone: forgotten
+    assert Router(programs=False).assign(obs, lambda v: True)["ranged"] == WINDOW
+
+
+def _decisions(policy, data, jobs):
+    engine = Engine(data.markets, data.origin, data.slot_seconds, policy)
+    for j in jobs:
+        engine.add_job(j)
+    out = []
+    for t in range(data.n_slots):
+        decided = engine.decide(data.boundary_price[:, t], data.boundary_availability[:, t])
+        out.append(decided)
+        engine.settle(data.price[:, t], data.availability[:, t])
+    return out
+
+
+@pytest.mark.parametrize("name", ["risk-aware", "chc", "policy-selection", "prediction-free",
+                                  "greedy"])
+def test_every_decision_names_its_planner(name):
+    """A fixed-count job and an instance range: each decision names the planner that made it,
+    the same for the job's whole life; a policy not made of planners names itself."""
+    slots = 16
+    rng = np.random.default_rng(2)
+    data = flat_data(rng.uniform(0.5, 1.5, (2, slots)), rng.integers(0, 4, (2, slots)))
+    jobs = [job(id="fixed", workload=4.0, release=6 * HOUR, soft=14 * HOUR,
+                restart_overhead=300.0),
+            job(id="range", workload=6.0, release=6 * HOUR, soft=15 * HOUR, n_min=1, n_max=3,
+                restart_overhead=300.0)]
+    named: dict[str, set[str]] = {}
+    for decided in _decisions(make_policy(name), data, jobs):
+        assert set(decided.planners) == set(decided.allocations)
+        for job_id in decided.allocations:
+            assert decided.explain(job_id).planner == decided.planners[job_id]
+            named.setdefault(job_id, set()).add(decided.planners[job_id])
+    assert set(named) == {"fixed", "range"}
+    assert all(len(planners) == 1 for planners in named.values())
+    if name in ("risk-aware", "chc"):
+        assert named == {"fixed": {PROGRAM}, "range": {WINDOW}}
+    elif name == "greedy":
+        assert named == {"fixed": {"greedy"}, "range": {"greedy"}}
+    else:
+        assert all(p <= set(PLANNERS) | {"uniform-progress"} for p in named.values())

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import time
 
 import numpy as np
@@ -77,6 +78,43 @@ def bench_own_markets(slots: int) -> None:
     time_planners(data, tape(data), jobs, slots)
 
 
+def bench_multi_market(slots: int, n_jobs: int, n_markets: int) -> None:
+    """Fixed-count jobs each allowed in every one of ``n_markets`` markets (the synthetic zones
+    with two instance types), planned by their
+    programs in the few markets worth it: the per-slot time once they are admitted (their first
+    programs, solved at admission, untimed), re-solves included (every six hours, at most the
+    per-slot solve budget)."""
+    ticks = []
+    for seed in range(math.ceil(n_markets / 8)):  # the generator has 8 zones: other types
+        kind = f"p3.{seed}xlarge"
+        ticks += [dataclasses.replace(t, market=dataclasses.replace(t.market, instance_type=kind))
+                  for t in synthetic_ticks(SyntheticMarketSpec(
+                      seed=seed, days=21, n_markets=min(8, n_markets - 8 * seed)))]
+    data = build_market_data(ticks, 3600)
+    later = data.window(WARM_SLOTS, data.n_slots - WARM_SLOTS)
+    start = data.slot_start(WARM_SLOTS)
+    jobs = [dataclasses.replace(j, release=start) for j in
+            generate_jobs(later, n_jobs, WorkloadSpec(seed=0, n_min_share=1.0))]
+    outlooks = tape(data)
+    observations = [observation(data, jobs, t, outlooks)
+                    for t in range(WARM_SLOTS, WARM_SLOTS + slots + 1)]
+    policy = make_policy("risk-aware")
+    admitted = time.process_time()
+    policy.decide(observations[0])
+    admitted = time.process_time() - admitted
+    wall, cpu = [], []
+    for obs in observations[1:]:
+        started = time.perf_counter(), time.process_time()
+        policy.decide(obs)
+        wall.append(time.perf_counter() - started[0])
+        cpu.append(time.process_time() - started[1])
+    print(f"\n{n_jobs} fixed-count jobs, each allowed in all {n_markets} markets: admission "
+          f"{admitted:.1f} s of CPU; then per slot over {slots} slots:")
+    for name, times in (("wall", np.array(wall)), ("CPU", np.array(cpu))):
+        p50, p99 = np.percentile(times, [50, 99])
+        print(f"  {name:>4} p50 {p50:.3f} s, p99 {p99:.3f} s, max {times.max():.3f} s")
+
+
 def time_planners(data: MarketData, outlooks: OutlookTape, jobs: list[Job], slots: int
                   ) -> None:
     """Print ``risk-aware``'s and ``chc``'s per-slot times for ``jobs``, all released at the
@@ -131,9 +169,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--slots", type=int, default=20, help="re-solves timed per size")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    parser.add_argument("--multi-market", action="store_true",
+                        help="only the multi-market planner at 1,000 jobs over 16 markets")
     args = parser.parse_args()
+    if args.multi_market:
+        bench_multi_market(args.slots, 100 if args.quick else 1000, 16)
+        return
     bench_planners(args.slots, (10, 100) if args.quick else (10, 100, 1000, 10000))
     bench_own_markets(args.slots)
+    bench_multi_market(args.slots, 100 if args.quick else 1000, 16)
     bench_offline(args.quick)
 
 

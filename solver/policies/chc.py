@@ -59,6 +59,7 @@ from solver.optimize.plan import Plan
 from solver.optimize.program import build_program
 from solver.policies.common import fit_cap, keeps_deadline, on_demand, spot
 from solver.policies.forecast_sources import DistributionForecast, ForecastSource, make_source
+from solver.policies.prediction_free import ThresholdRule
 from solver.policies.programs import SingleJobPrograms
 from solver.policies.routing import WINDOW, Composition
 
@@ -112,7 +113,7 @@ class CommittedHorizonControl(Composition):
         self.solver = solver
         programs = (SingleJobPrograms(self.forecast, resolve_hours, window_hours, solves=12)
                     if isinstance(self.forecast, DistributionForecast) else None)
-        super().__init__(programs, windows)
+        super().__init__(programs, windows, ThresholdRule())
 
     def __repr__(self) -> str:
         return (f"CommittedHorizonControl(window_hours={self.window_hours}, "

@@ -37,7 +37,7 @@ import numpy as np
 
 from solver.job import Allocation
 from solver.observation import Decision, JobView, Observation
-from solver.policies.common import fit_cap, on_demand, one_by_one, spot
+from solver.policies.common import claim, fit_cap, on_demand, one_by_one, spot
 from solver.policies.routing import RULE
 
 
@@ -105,3 +105,32 @@ class PredictionFree:
             return fit_cap(obs, view, Allocation(choice.market, choice.spot,
                                                  job.n_max - choice.spot))
         return choice
+
+
+class ThresholdRule:
+    """The rule with its defaults as a planner (:class:`~solver.policies.routing.Planner`):
+    the jobs in the programs' spot order, each on the spot the jobs before it left."""
+
+    name = RULE
+
+    def __init__(self) -> None:
+        self.rule = PredictionFree()
+
+    def plan(self, obs: Observation) -> tuple[dict[str, Allocation | None], np.ndarray]:
+        left = np.array(obs.availability_now, dtype=np.int64)
+        out: dict[str, Allocation | None] = {}
+        for view in spot_order(obs, self.rule):
+            out[view.id] = choice = self.rule.decide_job(obs, view, left)
+            claim(left, choice)
+        return out, left
+
+
+def spot_order(obs: Observation, rule: PredictionFree) -> tuple[JobView, ...]:
+    """The jobs in the order spot goes to them: first those ``rule`` sees behind (they would
+    buy on-demand for want of spot), then the others; in each group the jobs running on spot,
+    then the others, in the given (priority) order."""
+    def key(view: JobView) -> tuple[bool, bool]:
+        holds = view.current is not None and view.current.spot > 0
+        return rule.margin(obs, view) >= 0, not holds
+
+    return tuple(sorted(obs.jobs, key=key))

@@ -60,7 +60,7 @@ from solver.optimize import stochastic
 from solver.optimize.stochastic import IDLE, ON_DEMAND, SPOT, SingleJob, Solution, SpotModel
 from solver.policies.common import claim, finishable, fit_cap, on_demand, on_demand_market
 from solver.policies.forecast_sources import ForecastSource
-from solver.policies.prediction_free import PredictionFree
+from solver.policies.prediction_free import PredictionFree, spot_order
 from solver.policies.routing import PROGRAM
 
 SOLVE_WORK = 80_000
@@ -268,17 +268,6 @@ def expected_hourly(obs: Observation, view: JobView, market: int, horizon: int) 
     hourly = view.job.n_min * min(spot_price, on_demand_price)
     hours = view.job.hours_to_finish(view.remaining, view.job.n_min)
     return hourly + obs.move(view, market).egress_usd / max(hours, obs.slot_hours)
-
-
-def spot_order(obs: Observation, rule: PredictionFree) -> tuple[JobView, ...]:
-    """The jobs in the order spot goes to them: first those ``rule`` sees behind (they would
-    buy on-demand for want of spot), then the others; in each group the jobs running on spot,
-    then the others, in the given (priority) order."""
-    def key(view: JobView) -> tuple[bool, bool]:
-        holds = view.current is not None and view.current.spot > 0
-        return rule.margin(obs, view) >= 0, not holds
-
-    return tuple(sorted(obs.jobs, key=key))
 
 
 def _single_job(obs: Observation, view: JobView, since: int = 0, market: int | None = None

@@ -34,6 +34,7 @@ from typing import ClassVar
 from solver.market import MarketData
 from solver.policies.chc import WINDOW_LIMITS, WindowPrograms
 from solver.policies.forecast_sources import DistributionForecast, ForecastSource, make_source
+from solver.policies.prediction_free import ThresholdRule
 from solver.policies.programs import SingleJobPrograms
 from solver.policies.routing import Composition
 
@@ -71,7 +72,8 @@ class RiskAware(Composition):
         self.markets = markets
         super().__init__(
             SingleJobPrograms(source, resolve_hours, None, solves, markets),
-            WindowPrograms(window_hours, 1, "decomposed", source, "highs", WINDOW_LIMITS))
+            WindowPrograms(window_hours, 1, "decomposed", source, "highs", WINDOW_LIMITS),
+            ThresholdRule())
 
     def __repr__(self) -> str:
         return (f"RiskAware(resolve_hours={self.resolve_hours}, "

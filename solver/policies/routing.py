@@ -12,6 +12,7 @@ it (:meth:`Router.planner`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Literal, Protocol
@@ -40,16 +41,25 @@ class Planner(Protocol):
     def plan(self, obs: Observation) -> tuple[dict[str, Allocation | None], np.ndarray]: ...
 
 
-def route(view: JobView, programs: bool, plannable: Callable[[JobView], bool]) -> PlannerName:
-    """The routing table. With a stochastic program among the composition's planners
-    (``programs``), a job at a fixed instance count that may use spot goes to it when
-    ``plannable`` (its markets have learned run hazards, or forecasts are exact, and the
-    program fits), wherever it may run and whoever else runs there; every other job goes to the
-    window program. A composition without programs sends every job to the window program."""
-    job = view.job
-    if programs and job.n_min == job.n_max and job.allow_spot and plannable(view):
-        return PROGRAM
-    return WINDOW
+def route(view: JobView, programs: bool, plannable: Callable[[JobView], bool], shared: bool
+          ) -> PlannerName:
+    """The routing table. In a composition with stochastic programs (``programs``), a job at a
+    fixed instance count that may use spot (:func:`fixed_count`) goes to the threshold rule when
+    a market it may use is ``shared`` with another such job (a program knows the market, not the
+    jobs that will come and take its spot), else to the program when ``plannable`` (a market it
+    may use has learned run hazards, or forecasts are exact, and the program fits), in one market
+    or several; every other job goes to the window program. A composition without programs sends
+    every job to the window program."""
+    if not programs or not fixed_count(view):
+        return WINDOW
+    if shared:
+        return RULE
+    return PROGRAM if plannable(view) else WINDOW
+
+
+def fixed_count(view: JobView) -> bool:
+    """A job at a fixed instance count that may use spot: what a program plans."""
+    return view.job.n_min == view.job.n_max and view.job.allow_spot
 
 
 class Router:
@@ -62,9 +72,15 @@ class Router:
 
     def assign(self, obs: Observation, plannable: Callable[[JobView], bool]
                ) -> Mapping[str, PlannerName]:
-        """The route of each job of ``obs`` (new jobs routed now); jobs gone are forgotten."""
-        self._routes = {v.id: self._routes.get(v.id) or route(v, self.programs, plannable)
-                        for v in obs.jobs}
+        """The route of each job of ``obs`` (new jobs routed now, a market shared when another
+        fixed-count job of ``obs`` may use it); jobs gone are forgotten."""
+        users = Counter(m.key for v in obs.jobs if fixed_count(v)
+                        for m in obs.markets if v.job.may_use(m.key))
+        self._routes = {
+            v.id: self._routes.get(v.id) or route(
+                v, self.programs, plannable,
+                shared=any(users[m.key] > 1 for m in obs.markets if v.job.may_use(m.key)))
+            for v in obs.jobs}
         return self._routes
 
     def planner(self, job_id: str) -> PlannerName | None:
@@ -80,14 +96,15 @@ class ProgramPlanner(Planner, Protocol):
 
 class Composition:
     """A policy made of planners: each job goes to the planner its route names (the program
-    first, then the window program on the spot the program's jobs left); every decision names
-    its planner (:meth:`planner`)."""
+    first, then the rule, then the window program, each on the spot the jobs before left);
+    every decision names its planner (:meth:`planner`)."""
 
     name: str
 
-    def __init__(self, programs: ProgramPlanner | None, window: Planner) -> None:
+    def __init__(self, programs: ProgramPlanner | None, window: Planner, rule: Planner) -> None:
         self.programs = programs
         self.window = window
+        self.rule = rule
         self.router = Router(programs is not None)
 
     def decide(self, obs: Observation) -> Decision:
@@ -96,11 +113,11 @@ class Composition:
             obs, (lambda v: programs.plannable(obs, v)) if programs is not None else _never)
         out: dict[str, Allocation] = {}
         left = obs.availability_now
-        for planner in (programs, self.window):
+        for planner in (programs, self.rule, self.window):
             if planner is None:
                 continue
             jobs = tuple(v for v in obs.jobs if routes[v.id] == planner.name)
-            if not jobs and planner is self.window:
+            if not jobs and planner is not programs:
                 continue
             planned, left = planner.plan(replace(obs, jobs=jobs, availability_now=left))
             out.update((k, a) for k, a in planned.items() if a is not None)

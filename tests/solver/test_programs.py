@@ -13,7 +13,8 @@ from solver.job import Allocation
 from solver.optimize import stochastic
 from solver.policies import make_policy
 from solver.policies.forecast_sources import DistributionForecast
-from solver.policies.programs import SOLVE_WORK, SingleJobPrograms, spot_order
+from solver.policies.prediction_free import spot_order
+from solver.policies.programs import SOLVE_WORK, SingleJobPrograms
 from solver.simulator import simulate
 from tests.solver.helpers import HOUR, flat_data, job
 

@@ -9,8 +9,8 @@ import pytest
 import solver
 from solver.engine import Engine
 from solver.policies import make_policy
-from solver.policies.routing import PLANNERS, PROGRAM, WINDOW, Router
-from tests.solver.helpers import HOUR, flat_data, job
+from solver.policies.routing import PLANNERS, PROGRAM, RULE, WINDOW, Router
+from tests.solver.helpers import HOUR, flat_data, job, markets
 
 POLICIES = Path(solver.__file__).parent / "policies"
 ROUTING_PREDICATES = (
@@ -42,6 +42,7 @@ def test_a_route_is_decided_when_the_job_is_first_seen_and_kept_for_its_life():
     fixed, ranged = job(id="fixed"), job(id="ranged", n_min=1, n_max=3)
     router = Router(programs=True)
     obs = type("Obs", (), {})()
+    obs.markets = tuple(markets(2))
     obs.jobs = _views(fixed, ranged)
     assert dict(router.assign(obs, lambda v: True)) == {"fixed": PROGRAM, "ranged": WINDOW}
     # later the program could not plan it: the job keeps its route
@@ -50,6 +51,15 @@ def test_a_route_is_decided_when_the_job_is_first_seen_and_kept_for_its_life():
     assert dict(router.assign(obs, lambda v: False)) == {"ranged": WINDOW}
     assert router.planner("fixed") is None  # gone: forgotten
     assert Router(programs=False).assign(obs, lambda v: True)["ranged"] == WINDOW
+    # a second fixed-count job sharing a market: the newcomer follows the rule, the first keeps
+    # its program
+    obs.jobs = _views(fixed, job(id="other", allowed_markets=(obs.markets[1].key,)))
+    router = Router(programs=True)
+    assert dict(router.assign(obs, lambda v: True)) == {"fixed": RULE, "other": RULE}
+    obs.jobs = _views(job(id="alone", allowed_markets=(obs.markets[0].key,)))
+    assert router.assign(obs, lambda v: True)["alone"] == PROGRAM
+    obs.jobs += _views(job(id="late", allowed_markets=(obs.markets[0].key,)))
+    assert dict(router.assign(obs, lambda v: True)) == {"alone": PROGRAM, "late": RULE}
 
 
 def _decisions(policy, data, jobs):

@@ -1,14 +1,12 @@
 """Committed Horizon Control (Chen, Comden, Liu, Gandhi, Wierman, SIGMETRICS 2016).
 
-**Planning on distributions.** With the learned distributions (the default forecast), a job at
-a fixed instance count confined to one market is planned by the stochastic window program of
-:mod:`solver.policies.programs`: over the ``w`` slots of the window, with the work left after
-it valued at on-demand to the end (the terminal condition below); one allowed in several
-markets, or whose market another such job may use, follows the prediction-free rule. Its
-committed plan is a rule for every state of the market, not a path, so the controller follows
-it and solves again every ``resolve_hours`` (sooner when the window runs out). Every other job,
-or every job with point or perfect forecasts, is planned by the deterministic window program
-below.
+**Planning on distributions.** With the learned distributions (the default forecast), CHC is
+a composition of planners (:mod:`solver.policies.routing`): a fixed-count job follows the
+stochastic window programs of :mod:`solver.policies.programs` (over the ``w`` slots of the
+window, the work left after it valued at on-demand to the end: the terminal condition below),
+in one market or several, or the prediction-free rule when it shares a market with another
+fixed-count job; every other job, or every job with point or perfect forecasts, is planned by
+the deterministic window programs below (:class:`WindowPrograms`).
 
 ``v`` fixed-horizon controllers run staggered: controller ``k`` re-solves at the slots ``t``
 with ``t mod v = k``, on the forecast of the next ``w`` slots, and commits to the first ``v``

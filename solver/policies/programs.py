@@ -1,43 +1,38 @@
-"""Stochastic programs for fixed-count jobs confined to one market, solved per job and followed.
+"""Stochastic programs for fixed-count jobs, one per job and market, solved and followed.
 
-A job at a fixed instance count (``N_min = N_max``) that may use spot in one market only follows
-a stochastic dynamic program (:mod:`solver.optimize.stochastic`) for that market: it minimises
-the expected bill minus the value of finishing over (slack, mode, capacity, age of the capacity
-run), with capacity following the market's run hazards by age and time of day. Restart overhead
-is priced as a risk: entering spot pays it, and the program knows how likely the run is to end
-before the overhead pays off. With a ``window``, the program ends there and values the work left
-at on-demand to the end (Committed Horizon Control's terminal condition); without one it runs
-to the hard deadline. The program is solved on the chance that the market offers at least the
-job's instances (:meth:`~solver.forecast.outlook.MarketOutlook.transitions`); a job seeing
-fewer left in its market reads that as a slot without capacity. While its market has no run
-hazards learned, or where its program would be too large
-(:func:`~solver.optimize.stochastic.fits`), the job is left to the caller's other planner.
+A job at a fixed instance count (``N_min = N_max``) routed here (:mod:`solver.policies.routing`)
+follows stochastic dynamic programs (:mod:`solver.optimize.stochastic`): each minimises the
+expected bill minus the value of finishing over (slack, mode, capacity, age of the capacity
+run) in one market, with capacity following that market's run hazards by age and time of day
+and on-demand at that market's price. Restart overhead is priced as a risk: entering spot pays
+it, and the program knows how likely the run is to end before the overhead pays off. With a
+``window``, a program ends there and values the work left at on-demand to the end (Committed
+Horizon Control's terminal condition); without one it runs to the hard deadline. A program is
+solved on the chance that the market offers at least the job's instances
+(:meth:`~solver.forecast.outlook.MarketOutlook.transitions`); a job seeing fewer left in a
+market reads that as a slot without capacity there.
 
-A program is a rule for every state, so it is solved once and followed, and solved again every
-``resolve_hours`` of the job's life on the newest outlook (sooner when its window runs out or
-the job's state leaves what it covers).
+**Several markets: a rollout over per-market programs.** A job allowed in several markets is
+planned in at most ``markets`` of them: where it runs, where its checkpoint is, then the
+cheapest by :func:`expected_hourly`. At each boundary every action in every planned market is
+valued by that market's program at the job's state as seen from there (the mode it holds
+there, idle if it runs elsewhere; a launch away from the checkpoint has the move's transfer
+time taken from its slack and its egress added to its value, :mod:`solver.migration`), and the
+job takes the cheapest, staying where it is on ties. Each program values a future that stays
+in its market, so the job moves only when continuing elsewhere, move included, is expected to
+cost less than continuing here; a dearer move can only lose that comparison. With one market
+this is that market's program, followed.
 
-A program models one job against one market, so two kinds of fixed-count jobs follow the
-prediction-free rule (:class:`~solver.policies.prediction_free.PredictionFree`, its defaults)
-instead, and no program is solved for them:
+A program is a rule for every state, so it is solved once and followed: a job's programs are
+solved when it is admitted (and when its state leaves what they cover), then again every
+``resolve_hours`` of its life on the newest outlooks, at most ``solves`` programs of
+:data:`SOLVE_WORK` re-solved per slot, the stalest first; a job whose re-solve must wait
+follows the programs it has.
 
-* a job allowed in several spot markets: it can move to another when its own loses capacity,
-  which a program of one market does not count on, so the program is too wary of spot (on Can't
-  Be Late windows with a job allowed in all six zones it cost up to 14 % more than the rule:
-  docs/evaluation.md, "Jobs allowed in several zones");
-* a job whose one market another such job may use: a program would see the jobs before it now,
-  not those that come, go and overtake it.
-
-Spot goes first to the jobs that would buy on-demand for want of it (those the rule sees behind,
-its margin below 0), then to the others; in each group first to the jobs already running on it,
-so that a job released later does not displace one mid-run, then in the simulator's priority
-order.
-
-At most ``solves`` programs are solved per slot, so a burst of new jobs does not stretch an
-epoch: first those of jobs with no program that covers their state (in the same order; a job
-whose program must wait is left to the caller's other planner meanwhile), then the stalest of
-those due for a re-solve. A job whose re-solve must wait follows the program it has, so that
-every job, once it has a program, keeps to one planner however many jobs share the budget.
+Spot goes first to the jobs that would buy on-demand for want of it (those the prediction-free
+rule sees behind, its margin below 0), then to the others; in each group first to the jobs
+already running on it, so that a job released later does not displace one mid-run, then in the
+simulator's priority order (:func:`~solver.policies.prediction_free.spot_order`).
 
 Before an allocation runs, :func:`~solver.policies.common.finishable` checks that on-demand
 could still meet the hard deadline should this slot's spot be lost; where it could not, the

@@ -1,30 +1,21 @@
 """The risk-aware planner: it plans on the markets' forecast distributions, not on point
 forecasts, and keeps every hard deadline with an on-demand fallback.
 
-* A job at a fixed instance count (``N_min = N_max``) that may use spot in one market only
-  follows a stochastic dynamic program (:mod:`solver.optimize.stochastic`) for that market: it
-  minimises the expected bill minus the value of finishing over (slack, mode, capacity, age of
-  the capacity run), with capacity following the market's run hazards by age and time of day.
-  Restart overhead is priced as a risk: entering spot pays it, and the program knows how likely
-  the run is to end before the overhead pays off. A program is solved once and followed — it is
-  a rule for every state — and re-solved every ``resolve_hours`` of the job's life on the newest
-  outlook (or sooner when the job's state leaves what it covers). A job seeing fewer than its
-  instances left in its market reads that as a slot without capacity.
-* A fixed-count job allowed in several spot markets, or whose one market another such job may
-  use, follows the prediction-free rule instead: the program models one job against one market,
-  and such a job can move to another market, or competes with the scheduler's own jobs.
-  Spot goes first to the jobs that would buy on-demand for want of it, then to the others; in
-  each group first to the jobs already running on it (then in the simulator's priority order).
-* Any other job (an instance range, or one confined to a market with no run hazards learned
-  yet) is planned by Committed Horizon Control on the distributions
+A composition of planners (:mod:`solver.policies.routing`), each job's planner decided when it
+is admitted and kept for its life:
+
+* a job at a fixed instance count (``N_min = N_max``) follows stochastic dynamic programs
+  (:mod:`solver.policies.programs`), one per market worth planning it in: in one market that
+  market's program; in several, the cheapest action over the programs of the few markets worth
+  it, moves between them priced (restart overhead, transfer time, egress);
+* a fixed-count job that, when admitted, shares a market it may use with another fixed-count
+  job follows the prediction-free rule (:class:`~solver.policies.prediction_free.ThresholdRule`):
+  a program knows the market, not the jobs that will come and take its spot;
+* any other job (an instance range, or one whose markets have no run hazards learned yet) is
+  planned by Committed Horizon Control's window program on the distributions
   (:class:`~solver.policies.forecast_sources.DistributionForecast`: spot only where it is
   ``confidence`` likely, priced with the expected cost of losing it), re-solved every slot, on
-  the spot the fixed-count jobs left.
-
-Before an allocation of a fixed-count job runs, :func:`~solver.policies.common.finishable`
-checks that on-demand could still meet the hard deadline should this slot's spot be lost;
-where it could not, the job runs on-demand at ``N_max`` (the soft deadline is the value
-function's business). Committed Horizon Control applies its own safety net.
+  the spot the other planners' jobs left.
 """
 
 from __future__ import annotations

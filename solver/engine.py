@@ -21,7 +21,7 @@ from solver.job import FINISH_TOLERANCE, Allocation, Job, JobResult
 from solver.market import SECONDS_PER_HOUR, Market
 from solver.migration import DEFAULT_MIGRATION, STAY, MigrationTable, Move, Place
 from solver.observation import Decision, JobView, Observation
-from solver.policies.protocol import Policy, SettlementObserver
+from solver.policies.protocol import Policy, SettlementObserver, planner_of
 
 
 class PolicyError(ValueError):
@@ -322,14 +322,8 @@ class Engine:
                 departures[job_id] = Departure(previous.market, self._states[job_id].outcome)
         self._decided = dict(decided)
         return SlotDecision(obs, decided, departures, tuple(errors),
-                            {job_id: self._planner(job_id) for job_id in decided})
+                            {job_id: planner_of(self.policy, job_id) for job_id in decided})
 
-    def _planner(self, job_id: str) -> str:
-        """The planner that decided a job: the policy's answer when it is made of planners
-        (``planner(job_id)``), else the policy's name."""
-        named = getattr(self.policy, "planner", None)
-        planner = named(job_id) if named is not None else None
-        return planner or self.policy.name
 
     def _observe(self, jobs: list[JobState], price_now: np.ndarray,
                  availability_now: np.ndarray, outlooks: Outlooks) -> Observation:

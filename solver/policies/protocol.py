@@ -1,5 +1,6 @@
-"""What a scheduling policy is to the engine: :class:`Policy`, and the optional hook of a
-policy that learns from how slots turned out, :class:`SettlementObserver`."""
+"""What a scheduling policy is to the engine: :class:`Policy`, and its optional hooks: that of a
+policy that learns from how slots turned out, :class:`SettlementObserver`, and that of a policy
+made of planners, :class:`PlannerNamer`."""
 
 from __future__ import annotations
 
@@ -29,3 +30,20 @@ class SettlementObserver(Protocol):
     def observe_settled(self, price: np.ndarray, availability: np.ndarray) -> None:
         """Learn from a closed slot's realised ``(markets,)`` prices and availability."""
         ...
+
+
+@runtime_checkable
+class PlannerNamer(Protocol):
+    """A policy's optional hook when it is made of planners (:mod:`solver.policies.routing`):
+    the name of the planner deciding a job, which every decision carries."""
+
+    def planner(self, job_id: str) -> str | None:
+        """The planner of ``job_id`` (``None``: a job not seen yet)."""
+        ...
+
+
+def planner_of(policy: Policy, job_id: str) -> str:
+    """The planner that decides ``job_id`` under ``policy``: the policy's answer when it is made
+    of planners, else the policy's name."""
+    named = policy.planner(job_id) if isinstance(policy, PlannerNamer) else None
+    return named or policy.name

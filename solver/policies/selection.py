@@ -45,7 +45,7 @@ from solver.experts import LEARNERS, Exp3, Hedge, RegretTrace, Round
 from solver.job import Allocation, Job
 from solver.market import Market
 from solver.observation import Decision, JobView, Observation
-from solver.policies.protocol import Policy
+from solver.policies.protocol import Policy, planner_of
 from solver.policies.spec import PolicySpec, parse_pool
 
 DEFAULT_POOL = (
@@ -261,8 +261,7 @@ class PolicySelection:
         member = self._live.get(assigned.played) if assigned is not None else None
         if member is None:
             return None
-        named = getattr(member, "planner", None)
-        return (named(job_id) if named is not None else None) or member.name
+        return planner_of(member, job_id)
 
     def _member(self, k: int) -> Policy:
         return self._make(self.selector.pool[k], **self._member_context)

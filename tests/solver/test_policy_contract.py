@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solver.policies import POLICIES, make_policy
-from solver.policies.protocol import Policy, SettlementObserver
+from solver.policies.protocol import PlannerNamer, Policy, SettlementObserver
 from solver.simulator import simulate
 from tests.properties import examples
 from tests.solver.helpers import HOUR, flat_data, job
@@ -88,10 +88,12 @@ def test_every_policy_meets_the_protocol_under_its_name(name):
     policy = policy_for(name, data, [job("j", workload=1.0, release=0.0, soft=3 * HOUR)])
     assert isinstance(policy, Policy)
     assert policy.name == name
-    if hasattr(type(policy), "observe_settled"):
-        assert isinstance(policy, SettlementObserver)
-        declared = inspect.signature(SettlementObserver.observe_settled).parameters
-        assert list(inspect.signature(type(policy).observe_settled).parameters) == list(declared)
+    for hook, protocol in (("observe_settled", SettlementObserver), ("planner", PlannerNamer)):
+        if hasattr(type(policy), hook):
+            assert isinstance(policy, protocol)
+            declared = inspect.signature(getattr(protocol, hook)).parameters
+            assert list(inspect.signature(getattr(type(policy), hook)).parameters) == \
+                list(declared)
 
 
 def test_the_protocols_refuse_what_lacks_their_methods():
@@ -101,6 +103,7 @@ def test_the_protocols_refuse_what_lacks_their_methods():
 
     assert not isinstance(Nameless(), Policy)
     assert not isinstance(Nameless(), SettlementObserver)
+    assert not isinstance(Nameless(), PlannerNamer)
 
 
 @settings(max_examples=examples(6), deadline=None)

@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from solver.decision import SlotDecision
 from solver.job import Allocation, Job
 from solver.observation import Decision, JobView, Observation
-from solver.policies.protocol import Policy, SettlementObserver
+from solver.policies.protocol import Policy, SettlementObserver, planner_of
 from streams.contract import (
     AvailabilityTick,
     EpochClosed,
@@ -144,6 +144,10 @@ class TimedPolicy:
         """Hands the settled slot to the policy when it learns from settled slots."""
         if isinstance(self.policy, SettlementObserver):
             self.policy.observe_settled(price, availability)
+
+    def planner(self, job_id: str) -> str | None:
+        """The planner the timed policy decides the job with."""
+        return planner_of(self.policy, job_id)
 
 
 def _gauge(registry: CollectorRegistry, name: str, doc: str, labels: Sequence[str] = ()

@@ -168,7 +168,7 @@ class SingleJobPrograms:
         here = current.market if current is not None else -1
         best: tuple[float, bool, int, int] | None = None
         for market, solution in program.solutions.items():
-            held = _held(current, market, market, n)
+            held = _held(current, market, n)
             pending = view.pending_overhead / obs.slot_seconds if held != IDLE else 0.0
             move = obs.move(view, market) if held == IDLE else STAY
             slack = (slack_now - (pending if held == ON_DEMAND else 0.0)
@@ -294,12 +294,12 @@ def _slack(obs: Observation, view: JobView) -> float:
     return (job.hard_deadline - obs.time - work) / obs.slot_seconds
 
 
-def _held(current: Allocation | None, market: int, od_market: int, n: int) -> int:
+def _held(current: Allocation | None, market: int, n: int) -> int:
     """The mode the job holds as seen from ``market``'s program (idle when any action there
     is a switch)."""
-    if current is not None and current.total == n:
-        if current.spot == n and current.market == market:
+    if current is not None and current.total == n and current.market == market:
+        if current.spot == n:
             return SPOT
-        if current.on_demand == n and current.market == od_market:
+        if current.on_demand == n:
             return ON_DEMAND
     return IDLE

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, field_validator
 
+from streams.contract import fast_json
 from streams.contract.events import (
     EVENT_TYPES,
     SCHEMA_VERSION,
@@ -56,13 +57,19 @@ class _Header(BaseModel):
 
 
 def dump_event(event: Envelope) -> bytes:
-    """Compact UTF-8 JSON with sorted keys: equal events give equal bytes."""
-    return canonical_json(event.model_dump(mode="json"))
+    """Compact UTF-8 JSON with sorted keys: equal events give equal bytes (its numbers are
+    finite, as every event's are)."""
+    data = event.model_dump(mode="json")
+    return fast_json.dumps(data) or canonical_json(data)
 
 
 def parse_event(raw: bytes | str) -> Event:
     """Decode one event from the wire; raise :class:`EventError` saying what is wrong."""
-    data = _load_object(raw)
+    data = None
+    if type(raw) is bytes and len(raw) <= MAX_EVENT_BYTES:
+        data = fast_json.loads(raw, MAX_NESTING)
+    if data is None:
+        data = _load_object(raw)
     try:
         kind, version = data.get("type"), data.get("schema_version")
         if (type(version) is not int or version != SCHEMA_VERSION or type(kind) is not str

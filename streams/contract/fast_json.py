@@ -1,0 +1,97 @@
+"""orjson where it gives exactly what the standard library's ``json`` gives the codec, which
+stays the reference: a message it could read or write differently takes the standard path.
+
+orjson reads floats as ``json`` does (correctly rounded) and escapes strings as ``json`` does
+with ``ensure_ascii=False``. It differs in what this module screens out:
+
+- a repeated field: orjson keeps the last one, the codec refuses the message;
+- an integer beyond 64 bits: orjson reads it as a float;
+- ``NaN`` and ``Infinity`` literals and invalid UTF-8: orjson refuses them, the codec reads
+  them to say what is wrong;
+- deep nesting: orjson before 3.9 recurses without a limit, down to a crash;
+- writing a float below 1e-4 or from 1e16 up: ``repr`` gives ``1e-05`` and ``1e+16``, orjson
+  ``0.00001`` and ``1e16``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+_EXPONENT = re.compile(rb"e[-0-9]")
+_NUMBER_PART = frozenset(b"0123456789.-")
+_SMALL = b"0.0000"
+"""What orjson writes for a float of magnitude below 1e-4 unless it gives an exponent."""
+_SCALARS = frozenset({float, int, bool, type(None)})
+_DIGITS_AS_ZEROS = bytes.maketrans(b"123456789", b"000000000")
+_LONG_RUN = b"0" * 19
+"""19 digits in a row: maybe an integer beyond 64 bits, which orjson reads as a float (or the
+digits of a long fraction, which only costs the standard path)."""
+MAX_CONTAINERS = 1024
+"""Most arrays and objects a message orjson reads may open (which bounds its nesting)."""
+
+
+def loads(raw: bytes, max_nesting: int) -> dict[str, Any] | None:
+    """``raw`` decoded as ``json`` decodes it, when it is a JSON object of unique field names
+    nested at most ``max_nesting`` levels that orjson reads as ``json`` does; otherwise
+    ``None``: the standard path reads it and says what is wrong, if anything."""
+    if (b"\\" in raw or _LONG_RUN in raw.translate(_DIGITS_AS_ZEROS)
+            or raw.count(b"[") + raw.count(b"{") > MAX_CONTAINERS):
+        return None
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if type(data) is not dict:
+        return None
+    strings = _strings(data, max_nesting)
+    # Without escapes every '"' delimits a string: a field orjson dropped leaves more of them.
+    return data if strings is not None and raw.count(b'"') == 2 * strings else None
+
+
+def _strings(data: dict[str, Any], max_nesting: int) -> int | None:
+    """Field names and string values in ``data``; ``None`` when it nests deeper than
+    ``max_nesting``."""
+    count = 0
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        if level > max_nesting:
+            return None
+        if type(value) is dict:
+            count += len(value)
+            value = value.values()
+        if _SCALARS.issuperset(map(type, value)):  # no string, no container: looked at in C
+            continue
+        for child in value:
+            kind = type(child)
+            if kind is str:
+                count += 1
+            elif kind is dict or kind is list:
+                stack.append((child, level + 1))
+    return count
+
+
+def dumps(data: dict[str, Any]) -> bytes | None:
+    """``data`` as compact JSON with sorted keys, as ``json`` writes it with
+    ``ensure_ascii=False``, when orjson writes the same bytes; otherwise ``None``. Its floats
+    are finite (orjson would write ``null``)."""
+    try:
+        out = orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:  # e.g. an integer beyond 64 bits, a key that is no string
+        return None
+    return None if _SMALL in out or _has_exponent(out) else out
+
+
+def _has_exponent(out: bytes) -> bool:
+    """Whether orjson wrote a number with an exponent in ``out``, which ``repr`` writes
+    otherwise (a string that looks like one only costs the standard path)."""
+    for match in _EXPONENT.finditer(out):
+        start = end = match.start()
+        while start and out[start - 1] in _NUMBER_PART:
+            start -= 1
+        if start < end and out[start - 1] in b":,[":
+            return True
+    return False

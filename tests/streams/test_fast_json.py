@@ -1,0 +1,80 @@
+"""The orjson path reads and writes exactly what the standard ``json`` does, or declines."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streams.contract import MAX_NESTING, PriceTick, dump_event, fast_json, parse_event
+from streams.contract.events import canonical_json
+
+scalars = (st.none() | st.booleans() | st.integers(-(2**70), 2**70)
+           | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8))
+values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.text(max_size=6), inner, max_size=4), max_leaves=20)
+objects = st.dictionaries(st.text(max_size=6), values, max_size=6)
+
+
+def typed(value: object) -> object:
+    """``value`` with each scalar paired with its type (``1 == 1.0`` but they read apart)."""
+    if isinstance(value, dict):
+        return {k: typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [typed(v) for v in value]
+    return type(value), value
+
+
+@given(objects)
+def test_what_orjson_reads_is_what_json_reads(data):
+    raw = canonical_json(data)
+    fast = fast_json.loads(raw, MAX_NESTING)
+    if fast is not None:
+        assert typed(fast) == typed(json.loads(raw))
+
+
+@given(objects)
+def test_what_orjson_writes_is_what_json_writes(data):
+    fast = fast_json.dumps(data)
+    if fast is not None:
+        assert fast == canonical_json(data)
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"spot_price":0.5,"spot_price":0.6}',  # a repeated field
+    b'{"a":{"b":1,"b":2}}',
+    b'{"offset":18446744073709551616}',  # beyond 64 bits: orjson reads a float
+    b'{"offset":-9223372036854775809}',
+    b'{"a":' + b"[" * 2000 + b"]" * 2000 + b"}",  # nesting orjson may not survive
+    b'{"a":[[[[[[1]]]]]]}',  # deeper than MAX_NESTING
+    b'{"market":"a\\/b"}',  # an escape
+    b'{"spot_price":NaN}',
+    b'{"a":"\xff"}',
+    b"[1]",
+])
+def test_the_standard_path_reads_what_orjson_could_misread(raw):
+    assert fast_json.loads(raw, MAX_NESTING) is None
+
+
+@pytest.mark.parametrize("value", [1e-05, 5e-324, 1e16, -2.5e20, 2**64, [0.5, 1e-05], [0.5, 1e16]])
+def test_the_standard_path_writes_what_orjson_would_write_otherwise(value):
+    assert fast_json.dumps({"x": value}) is None
+    assert fast_json.dumps({"europe-west4": [value], "e1": "e-5"}) is None
+    assert fast_json.dumps({"x": 0.5}) == canonical_json({"x": 0.5})
+
+
+def test_a_repeated_field_is_still_named():
+    with pytest.raises(ValueError, match="event field 'type' appears twice"):
+        parse_event(b'{"type":"price_tick","type":"job_finished"}')
+
+
+def test_ordinary_events_take_the_orjson_path():
+    tick = PriceTick(event_time=datetime(2024, 5, 1, 12, tzinfo=UTC),
+                     market="gcp/europe-west4/europe-west4-a/a2-highgpu-1g", spot_price=0.91)
+    raw = dump_event(tick)
+    assert fast_json.loads(raw, MAX_NESTING) == json.loads(raw)
+    assert fast_json.dumps(tick.model_dump(mode="json")) == raw

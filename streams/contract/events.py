@@ -26,7 +26,6 @@ from typing import Annotated, Any, ClassVar, Final, Literal, Self
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -67,7 +66,6 @@ from streams.contract.fields import (
     Usd,
     UtcTime,
     Work,
-    expected,
     field_error,
     iso,
 )
@@ -94,14 +92,6 @@ def canonical_json(data: object) -> bytes:
     return json.dumps(
         data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     ).encode()
-
-
-def _version(value: object) -> object:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or value != SCHEMA_VERSION:
-        raise expected(f"{SCHEMA_VERSION}")
-    return value
 
 
 def _schema_extra(schema: dict[str, Any], cls: type[Envelope]) -> None:
@@ -132,7 +122,8 @@ class Envelope(BaseModel):
     """There is one event of the class per key and event time, so its idempotency key needs
     no digest of its content."""
 
-    schema_version: Annotated[Literal[2], BeforeValidator(_version)] = SCHEMA_VERSION
+    schema_version: Literal[2] = SCHEMA_VERSION
+    """``2.0`` reads as 2, as JSON Schema has it."""
     type: str
     event_time: UtcTime = Field(description="When the event happened (event time, UTC)")
     key: str = Field("", max_length=256,
@@ -145,9 +136,10 @@ class Envelope(BaseModel):
     @model_validator(mode="after")
     def _derive_keys(self) -> Self:
         key = str(getattr(self, self.key_field))
-        if self.key and self.key != key:
-            raise field_error("key", self.key, f"{key!r}, the event's {self.key_field}")
-        object.__setattr__(self, "key", key)
+        if self.key != key:
+            if self.key:
+                raise field_error("key", self.key, f"{key!r}, the event's {self.key_field}")
+            object.__setattr__(self, "key", key)
         if not self.idempotency_key:
             object.__setattr__(self, "idempotency_key", self.default_idempotency_key())
         return self

@@ -93,13 +93,19 @@ class MarketStage:
                 f"market={tick.market!r}: expected a market of the catalogue "
                 f"({', '.join(sorted(self.catalogue))})"
             )
-        clock = self._clocks.setdefault(
-            tick.market, _MarketClock(self.slot_seconds, self.max_future_skew))
+        clock = self._clocks.get(tick.market)
+        if clock is None:
+            clock = self._clocks[tick.market] = _MarketClock(self.slot_seconds,
+                                                             self.max_future_skew)
         time = tick.event_time.timestamp()
         self._check_skew(tick, time, clock)
-        price = tick.spot_price if isinstance(tick, PriceTick) else None
-        available = tick.available if isinstance(tick, AvailabilityTick) else None
+        if isinstance(tick, PriceTick):
+            price, available = tick.spot_price, None
+        else:
+            price, available = None, tick.available
         closes, rejected = clock.update(time, price, available, message, self.event_time)
+        if not closes and not rejected:
+            return []
         out: list[StageOutput] = [*rejected]
         for close in closes:
             out.extend(self._forecast(tick.market, close))

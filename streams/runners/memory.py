@@ -65,7 +65,8 @@ class MemoryPipeline:
         self.drivers: dict[tuple[str, int], Driver] = {
             (topic, p): Driver(spec.make(config))
             for topic, spec in self.stages.items() for p in range(self.partitions[topic])}
-        self.written: defaultdict[str, list[Envelope]] = defaultdict(list)
+        self._written: defaultdict[str, list[Envelope]] = defaultdict(list)
+        self._unread: defaultdict[str, list[bytes]] = defaultdict(list)
         self.headers: defaultdict[str, list[Headers]] = defaultdict(list)
         self.faults: list[Fault] = []
         self._offsets: defaultdict[tuple[str, int], int] = defaultdict(int)
@@ -91,7 +92,7 @@ class MemoryPipeline:
                 self._enqueue(out.topic, out.partition, out.key, out.value)
                 self.headers[out.topic].append(out.headers)
                 if out.topic not in self.stages:
-                    self.written[out.topic].append(parse_event(out.value))
+                    self._unread[out.topic].append(out.value)
 
     def _enqueue(self, topic: str, partition: int, key: bytes | None,
                  value: bytes | None) -> None:
@@ -99,6 +100,15 @@ class MemoryPipeline:
             offset = self._offsets[topic, partition]
             self._offsets[topic, partition] += 1
             self._queue.append(Message(topic, value, key, partition, offset))
+
+    @property
+    def written(self) -> defaultdict[str, list[Envelope]]:
+        """The events written to each topic no stage reads, decoded when first looked at (as a
+        consumer of the topic would: the Kafka runner does not decode what it writes)."""
+        for topic, values in self._unread.items():
+            self._written[topic].extend(map(parse_event, values))
+            values.clear()
+        return self._written
 
     @property
     def decisions(self) -> list[ProvisioningDecision]:

@@ -24,7 +24,6 @@ _EXPONENT = re.compile(rb"e[-0-9]")
 _NUMBER_PART = frozenset(b"0123456789.-")
 _SMALL = b"0.0000"
 """What orjson writes for a float of magnitude below 1e-4 unless it gives an exponent."""
-_SCALARS = frozenset({float, int, bool, type(None)})
 _DIGITS_AS_ZEROS = bytes.maketrans(b"123456789", b"000000000")
 _LONG_RUN = b"0" * 19
 """19 digits in a row: maybe an integer beyond 64 bits, which orjson reads as a float (or the
@@ -38,7 +37,8 @@ def loads(raw: bytes, max_nesting: int) -> dict[str, Any] | None:
     nested at most ``max_nesting`` levels that orjson reads as ``json`` does; otherwise
     ``None``: the standard path reads it and says what is wrong, if anything."""
     if (b"\\" in raw or _LONG_RUN in raw.translate(_DIGITS_AS_ZEROS)
-            or raw.count(b"[") + raw.count(b"{") > MAX_CONTAINERS):
+            or (len(raw) > 2 * MAX_CONTAINERS  # too short to open more
+                and raw.count(b"[") + raw.count(b"{") > MAX_CONTAINERS)):
         return None
     try:
         data = orjson.loads(raw)
@@ -53,7 +53,7 @@ def loads(raw: bytes, max_nesting: int) -> dict[str, Any] | None:
 
 def _strings(data: dict[str, Any], max_nesting: int) -> int | None:
     """Field names and string values in ``data``; ``None`` when it nests deeper than
-    ``max_nesting``."""
+    ``max_nesting``. Each container's values are looked at in C, its containers in Python."""
     count = 0
     stack: list[tuple[Any, int]] = [(data, 1)]
     while stack:
@@ -63,14 +63,11 @@ def _strings(data: dict[str, Any], max_nesting: int) -> int | None:
         if type(value) is dict:
             count += len(value)
             value = value.values()
-        if _SCALARS.issuperset(map(type, value)):  # no string, no container: looked at in C
-            continue
-        for child in value:
-            kind = type(child)
-            if kind is str:
-                count += 1
-            elif kind is dict or kind is list:
-                stack.append((child, level + 1))
+        kinds = list(map(type, value))
+        count += kinds.count(str)
+        if dict in kinds or list in kinds:
+            stack.extend((child, level + 1) for child in value
+                         if type(child) is dict or type(child) is list)
     return count
 
 

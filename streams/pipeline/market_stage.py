@@ -124,12 +124,14 @@ class MarketStage:
 
     def _check_skew(self, tick: PriceTick | AvailabilityTick, time: float,
                     clock: _MarketClock) -> None:
-        known = [t for t in (clock.last_time, self.event_time) if t is not None]
-        if known and time > max(known) + self.max_future_skew:
+        known = clock.last_time
+        if self.event_time is not None and (known is None or self.event_time > known):
+            known = self.event_time
+        if known is not None and time > known + self.max_future_skew:
             raise RejectedEvent(
                 f"event_time={tick.event_time.isoformat()}: more than max_future_skew="
                 f"{self.max_future_skew:g} s ahead of market {tick.market!r} "
-                f"({utc(max(known)).isoformat()}); expected ticks in event-time order"
+                f"({utc(known).isoformat()}); expected ticks in event-time order"
             )
 
     def _forecast(self, market: str, close: SlotClose) -> list[StageOutput]:

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, field_validator
 
-from streams.contract import fast_json
 from streams.contract.events import (
     EVENT_TYPES,
     SCHEMA_VERSION,
@@ -17,6 +16,8 @@ from streams.contract.events import (
     Event,
     canonical_json,
 )
+from streams.contract.fast_json import dumps as fast_dumps
+from streams.contract.fast_json import loads as fast_loads
 from streams.contract.fields import expected, iso
 from streams.contract.v1 import UpgradeError, upgrade
 
@@ -60,14 +61,14 @@ def dump_event(event: Envelope) -> bytes:
     """Compact UTF-8 JSON with sorted keys: equal events give equal bytes (its numbers are
     finite, as every event's are)."""
     data = event.model_dump(mode="json")
-    return fast_json.dumps(data) or canonical_json(data)
+    return fast_dumps(data) or canonical_json(data)
 
 
 def parse_event(raw: bytes | str) -> Event:
     """Decode one event from the wire; raise :class:`EventError` saying what is wrong."""
     data = None
     if type(raw) is bytes and len(raw) <= MAX_EVENT_BYTES:
-        data = fast_json.loads(raw, MAX_NESTING)
+        data = fast_loads(raw, MAX_NESTING)
     if data is None:
         data = _load_object(raw)
     try:

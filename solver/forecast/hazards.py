@@ -120,24 +120,3 @@ def _propagate(on: np.ndarray, advance: np.ndarray, state: int, bucket: int) -> 
         mass = new
         out[j] = mass[1].sum()
     return out
-
-
-def run_evidence(capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(2, len(AGE_EDGES))`` slots of exposure and runs ended, by state and age bucket, in a
-    series of capacity (true) or none: what :class:`~solver.forecast.semi_markov.\
-SemiMarkovAvailability` counts, without forgetting or time of day. The first run is left out
-    (its age is unknown); a run of ``L`` slots is exposed at ages ``1 .. L`` if it ended, ``1 ..
-    L - 1`` if it goes on."""
-    series = np.asarray(capacity, dtype=bool)
-    exposure = np.zeros((2, len(AGE_EDGES)))
-    ended = np.zeros((2, len(AGE_EDGES)))
-    bounds = np.append(np.flatnonzero(np.diff(series.astype(np.int8))) + 1, len(series))
-    buckets = np.searchsorted(AGE_EDGES, np.arange(1, len(series) + 1), side="right") - 1
-    for begin, end in zip(bounds[:-1], bounds[1:]):
-        state = int(series[begin])
-        closed = end < len(series)
-        seen = end - begin if closed else end - begin - 1
-        np.add.at(exposure[state], buckets[:seen], 1.0)
-        if closed:
-            ended[state, buckets[seen - 1]] += 1.0
-    return exposure, ended

@@ -46,7 +46,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from solver.forecast.hazards import age_bucket, run_evidence
+from solver.forecast.hazards import age_bucket
 from solver.job import Allocation
 from solver.market import SECONDS_PER_HOUR
 from solver.migration import STAY, Place
@@ -68,13 +68,6 @@ POOLED_SHARE = 0.5
 (the rest: the market's own): markets' learned run hazards differ by more than their runs in the
 coming days do, and a planner choosing the market that looks best on its own hazards enters
 the one whose hazards were learned too optimistic."""
-
-
-RECENT_HOURS = 24.0
-"""How far back a multi-market job's programs read each market's own recent runs."""
-
-RECENT_PRIOR = 32.0
-"""Slots of exposure at which a market's recent runs weigh as much as its learned hazards."""
 
 
 @dataclass
@@ -234,13 +227,10 @@ class SingleJobPrograms:
         n = view.job.n_min
         on = {m: self.forecast.transitions(obs, m, slots, n) for m in markets}
         pooled = np.mean([on[m][0] for m in markets], axis=0)
-        learned = not self.forecast.exact and len(markets) > 1
-        share = POOLED_SHARE if learned else 0.0
+        share = 0.0 if self.forecast.exact or len(markets) == 1 else POOLED_SHARE
         solutions = {}
         for market in self._candidates(obs, view, markets):
             spot = (1.0 - share) * on[market][0] + share * pooled
-            if learned:
-                spot = _with_recent_runs(obs, market, n, spot)
             solutions[market] = stochastic.solve(
                 _single_job(obs, view, market=market), SpotModel(spot, on[market][1]),
                 _slack(obs, view), window=self._window(obs))
@@ -285,20 +275,6 @@ def expected_hourly(obs: Observation, view: JobView, market: int, horizon: int) 
     hourly = view.job.n_min * min(spot_price, on_demand_price)
     hours = view.job.hours_to_finish(view.remaining, view.job.n_min)
     return hourly + obs.move(view, market).egress_usd / max(hours, obs.slot_hours)
-
-
-def _with_recent_runs(obs: Observation, market: int, instances: int, on: np.ndarray
-                      ) -> np.ndarray:
-    """Capacity transitions ``on`` moved towards the runs ``market`` had in the last
-    :data:`RECENT_HOURS` (:func:`~solver.forecast.hazards.run_evidence`), by (state, age bucket),
-    each cell as far as its exposure outweighs :data:`RECENT_PRIOR` slots."""
-    recent = max(1, round(RECENT_HOURS * SECONDS_PER_HOUR / obs.slot_seconds))
-    history = obs.availability_history[market, -recent:]
-    exposure, ended = run_evidence(np.append(history, obs.availability_now[market]) >= instances)
-    weight = exposure / (exposure + RECENT_PRIOR)
-    hazard = ended / np.maximum(exposure, 1.0)
-    seen = np.stack((hazard[0], 1.0 - hazard[1]))
-    return (1.0 - weight) * on + weight * seen
 
 
 def _single_job(obs: Observation, view: JobView, since: int = 0, market: int | None = None

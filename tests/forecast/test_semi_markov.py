@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from solver.forecast.hazards import AGE_EDGES, age_bucket, run_evidence
+from solver.forecast.hazards import AGE_EDGES, age_bucket
 from solver.forecast.semi_markov import SemiMarkovAvailability
 from solver.simulator import simulate
 from tests.forecast.series import PERIOD, semi_markov_series, true_hazard
@@ -91,23 +91,3 @@ def test_outlooks_a_policy_sees_do_not_depend_on_later_slots():
         simulate(data, [job(workload=1.0, soft=199 * HOUR)], policy, until_end=True)
         seen.append(policy.seen)
     assert seen[0] is not None and seen[0] == seen[1]
-
-
-def test_run_evidence_counts_what_the_model_learns_after_the_first_run():
-    series = semi_markov_series(3_000, seed=5)
-    first = int(np.flatnonzero(series != series[0])[0])
-    model = SemiMarkovAvailability(PERIOD, 0, day_buckets=1, half_life_cycles=1e9)
-    for y in series[first:]:
-        model.learn_one(y)
-    exposure, ended = run_evidence(series > 0)
-    weight = model._weight
-    assert exposure == pytest.approx(model._exposure[:, :, 0] / weight, rel=1e-6)
-    assert ended == pytest.approx(model._ended[:, :, 0] / weight, rel=1e-6)
-    assert exposure.sum() == len(series) - first - 1
-
-
-def test_run_evidence_of_a_short_series():
-    exposure, ended = run_evidence(np.array([1, 1, 0, 0, 0, 1, 1, 1, 1, 0, 1, 1], dtype=bool))
-    assert exposure.tolist()[0][:3] == [2, 1, 1] and exposure.tolist()[1][:3] == [2, 1, 2]
-    assert ended.tolist()[0][:3] == [1, 0, 1] and ended.tolist()[1][:3] == [0, 0, 1]
-    assert exposure[:, 3:].sum() == ended[:, 3:].sum() == 0

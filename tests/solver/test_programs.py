@@ -14,7 +14,7 @@ from solver.optimize import stochastic
 from solver.policies import make_policy
 from solver.policies.forecast_sources import DistributionForecast
 from solver.policies.prediction_free import spot_order
-from solver.policies.programs import SOLVE_WORK, SingleJobPrograms
+from solver.policies.programs import POOLED_SHARE, SOLVE_WORK, SingleJobPrograms
 from solver.simulator import simulate
 from tests.solver.helpers import HOUR, flat_data, job
 
@@ -159,6 +159,42 @@ def test_the_first_decision_is_the_programs_best_action():
     expected = {stochastic.IDLE: None, stochastic.SPOT: Allocation(0, spot=1),
                 stochastic.ON_DEMAND: Allocation(0, on_demand=1)}[best]
     assert policy.decided[obs.slot][view.id] == expected
+
+
+@pytest.mark.parametrize("markets", [1, 3])
+def test_a_job_in_several_markets_plans_on_hazards_shrunk_towards_its_markets_pooled(
+        monkeypatch, markets):
+    """Markets whose runs differ: in one market the program plans on that market's learned
+    transitions; in several, each market's program on ``POOLED_SHARE`` of their mean over the
+    job's markets and the rest its own."""
+    slots = 40
+    rng = np.random.default_rng(11)
+    availability = (rng.random((3, slots)) < np.array([[0.3], [0.6], [0.9]])).astype(int)
+    data = flat_data(np.full((3, slots), 0.9), availability)
+    models: list[np.ndarray] = []
+    solve = stochastic.solve
+    monkeypatch.setattr(stochastic, "solve", lambda j, model, max_slack, window=None: (
+        models.append(model.on), solve(j, model, max_slack, window))[1])
+    seen = []
+
+    class Recording(_ProgramsOnly):
+        def decide(self, obs):
+            if not seen and obs.jobs:
+                seen.append(obs)
+            return super().decide(obs)
+
+    free = job(id="free", workload=8.0, release=20 * HOUR, soft=36 * HOUR,
+               restart_overhead=360.0,
+               allowed_markets=tuple(m.key for m in data.markets[:markets]))
+    simulate(data, [free], Recording(12, 6.0))
+    obs = seen[0]
+    own = [DistributionForecast().transitions(obs, m, len(models[0]), 1)[0]
+           for m in range(markets)]
+    share = POOLED_SHARE if markets > 1 else 0.0
+    for m in range(markets):
+        expected = (1 - share) * own[m] + share * np.mean(own, axis=0)
+        assert np.allclose(models[m], expected)
+    assert markets == 1 or not np.allclose(models[0], own[0])
 
 
 def test_a_job_allowed_in_several_markets_is_planned_in_the_cheapest_few(counted_solves):

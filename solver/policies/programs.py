@@ -14,11 +14,12 @@ market reads that as a slot without capacity there.
 
 **Several markets: a rollout over per-market programs.** A job allowed in several markets is
 planned in at most ``markets`` of them: where it runs, where its checkpoint is, then the
-cheapest by :func:`expected_hourly`. At each boundary every action in every planned market is
-valued by that market's program at the job's state as seen from there (the mode it holds
-there, idle if it runs elsewhere; a launch away from the checkpoint has the move's transfer
-time taken from its slack and its egress added to its value, :mod:`solver.migration`), and the
-job takes the cheapest, staying where it is on ties. Each program values a future that stays
+cheapest by :func:`expected_hourly`, each program on capacity transitions shrunk towards
+their mean over the job's markets (:data:`POOLED_SHARE`). At each boundary every action in
+every planned market is valued by that market's program at the job's state as seen from there
+(the mode it holds there, idle if it runs elsewhere; a launch away from the checkpoint has the
+move's transfer time taken from its slack and its egress added to its value,
+:mod:`solver.migration`), and the job takes the cheapest, staying where it is on ties. Each program values a future that stays
 in its market, so the job moves only when continuing elsewhere, move included, is expected to
 cost less than continuing here; a dearer move can only lose that comparison. With one market
 this is that market's program, followed.

@@ -40,12 +40,13 @@ import copy
 import math
 import random
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from solver.forecast.market import MarketForecaster
 from solver.forecast.models import MarketModels
 from solver.job import Job
 from solver.market import SECONDS_PER_HOUR, MarketData, MarketTicks, build_market_data, tick_slots
@@ -55,18 +56,48 @@ from solver.workload import WorkloadSpec, generate_jobs
 SCENARIOS = ("cant-be-late", "multi-region", "fine-tune", "scarce")
 
 
+@dataclass
+class MarketTraining:
+    """One market's forecaster (``market``, its index) learning the market's series slot by
+    slot: ``forecaster`` as trained on the slots before ``first``, ``price`` and
+    ``availability`` the market's slots from ``first`` on; called, it learns in place and
+    returns a copy at each of the sorted ``starts``. A market's forecaster learns its own
+    series only, so the markets train apart (on other workers) to the same forecasters."""
+
+    market: int
+    forecaster: MarketForecaster
+    price: np.ndarray
+    availability: np.ndarray
+    first: int
+    starts: tuple[int, ...]
+
+    def __call__(self) -> list[MarketForecaster]:
+        copies = []
+        t = self.first
+        for start in self.starts:
+            for p, a in zip(self.price[t - self.first:start - self.first].tolist(),
+                            self.availability[t - self.first:start - self.first].tolist(),
+                            strict=True):
+                self.forecaster.learn_one(p, a)
+            t = start
+            copies.append(copy.deepcopy(self.forecaster))
+        return copies
+
+
 class ModelHistory:
-    """The markets' forecasters learning ``data`` slot by slot, with a copy kept at each of the
-    sorted ``starts`` as it is reached; nothing is learned until a copy is asked for, and each
-    slot is learned once (thread-safe)."""
+    """The markets' forecasters learning ``data`` slot by slot, each market on its own, with a
+    copy kept at each of the sorted ``starts`` as it is reached; nothing is learned until a
+    copy is asked for, and each slot is learned once (thread-safe). A market's copies may be
+    trained elsewhere (:meth:`trainings`) and handed back (:meth:`supply`)."""
 
     def __init__(self, data: MarketData, starts: Sequence[int]) -> None:
         if list(starts) != sorted(starts):
             raise ValueError(f"starts={list(starts)!r}: expected sorted slot indices")
         self._data = data
         self._starts = tuple(starts)
-        self._models = MarketModels(len(data.markets), data.origin, data.slot_seconds)
-        self._copies: list[MarketModels] = []
+        self._live = MarketModels(len(data.markets), data.origin, data.slot_seconds).forecasters
+        self._copies: list[list[MarketForecaster]] = [[] for _ in data.markets]
+        self._models: dict[int, MarketModels] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -76,17 +107,56 @@ class ModelHistory:
         """The forecasters trained on the slots before ``starts[k]`` (do not let them learn:
         copy them first)."""
         with self._lock:
-            while len(self._copies) <= k:
-                start = self._starts[len(self._copies)]
-                for t in range(self._models.learned, start):
-                    self._models.learn(self._data.price[:, t], self._data.availability[:, t])
-                self._copies.append(copy.deepcopy(self._models))
-            return self._copies[k]
+            if k not in self._models:
+                for training in self._trainings(k):
+                    self._supply(training, training())
+                models = MarketModels(len(self._data.markets), self._data.origin,
+                                      self._data.slot_seconds)
+                models.forecasters = [copies[k] for copies in self._copies]
+                models.learned = self._starts[k]
+                self._models[k] = models
+            return self._models[k]
+
+    def trainings(self, k: int) -> list[MarketTraining]:
+        """What is left to train, one :class:`MarketTraining` per market, for the copies up
+        to ``starts[k]``; each trains a copy of the market's forecaster, so none of this
+        history's state changes until :meth:`supply`."""
+        with self._lock:
+            return [replace(t, forecaster=copy.deepcopy(t.forecaster))
+                    for t in self._trainings(k)]
+
+    def supply(self, training: MarketTraining, copies: Sequence[MarketForecaster]) -> None:
+        """Keep the ``copies`` ``training`` made (ignored when that market has been trained
+        past them here meanwhile)."""
+        with self._lock:
+            if len(self._copies[training.market]) == self._starts.index(training.starts[0]):
+                self._supply(training, copies)
+
+    def _trainings(self, k: int) -> list[MarketTraining]:
+        trainings = []
+        for m, copies in enumerate(self._copies):
+            if len(copies) > k:
+                continue
+            first = self._starts[len(copies) - 1] if copies else 0
+            end = self._starts[k]
+            trainings.append(MarketTraining(
+                m, self._live[m], self._data.price[m, first:end],
+                self._data.availability[m, first:end], first,
+                self._starts[len(copies):k + 1]))
+        return trainings
+
+    def _supply(self, training: MarketTraining, copies: Sequence[MarketForecaster]) -> None:
+        if len(copies) != len(training.starts):
+            raise ValueError(f"market {training.market}: {len(copies)} forecasters for "
+                             f"{len(training.starts)} windows")
+        self._copies[training.market] += copies
+        self._live[training.market] = copy.deepcopy(copies[-1])
 
 
 class TrainedModels:
     """The forecasters of one episode: the ``k``-th copy of a :class:`ModelHistory`, trained
-    when first read. Pickled, it carries only that copy, not the history."""
+    when first read, here or elsewhere (:func:`trainings`). Pickled, it carries only that
+    copy, not the history."""
 
     def __init__(self, history: ModelHistory, k: int) -> None:
         self._history = history
@@ -104,6 +174,22 @@ class TrainedModels:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._models = state["models"]
+
+
+def trainings(episodes: Iterable[Episode]) -> list[tuple[ModelHistory, MarketTraining]]:
+    """What is left to train for the forecasters of ``episodes``: per history, one
+    :class:`MarketTraining` per market up to the last of its windows asked for (none for
+    forecasters already read), each with the history to hand its copies to
+    (:meth:`ModelHistory.supply`)."""
+    last: dict[int, tuple[ModelHistory, int]] = {}
+    for episode in episodes:
+        models = episode.models
+        if models is None or models._models is not None:
+            continue
+        history, k = models._history, models._k
+        if k > last.get(id(history), (history, -1))[1]:
+            last[id(history)] = (history, k)
+    return [(history, t) for history, k in last.values() for t in history.trainings(k)]
 
 
 @dataclass(frozen=True)

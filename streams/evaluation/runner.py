@@ -7,14 +7,22 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from rich.console import Console
 
 from solver.choices import one_of
 from solver.evaluation.cells import Cell, CellResult, Evaluation, EvaluationPlan
+from solver.evaluation.scenarios import trainings
 from streams.evaluation.cache import CellCache, CellKeys
-from streams.evaluation.executors import Executor, InProcess, ProcessPool, RayCluster, Task
+from streams.evaluation.executors import (
+    Done,
+    Executor,
+    InProcess,
+    ProcessPool,
+    RayCluster,
+    Task,
+)
 from streams.evaluation.progress import CellProgress
 from streams.reports.live import clock
 
@@ -72,28 +80,61 @@ def play_plan(plan: EvaluationPlan, execution: Execution, keys: CellKeys | None,
                       f"{' (ray)' if execution.executor == 'ray' else ''}",
                       highlight=False, soft_wrap=True)
         start = time.perf_counter()
-        busy, cpu, peak = 0.0, 0.0, 0.0
+        usage = _train(plan, todo, executor, console)
         episodes = {cell: len(plan.episodes(cell)) for cell in todo}
         with CellProgress(console, todo, executor.workers, episodes) as progress:
             for done in executor.run(_tasks(plan, todo)):
+                cell = done.work.cell
                 if cache is not None and keys is not None:
                     try:
-                        cache.put(keys(done.cell), done.result)
+                        cache.put(keys(cell), done.result)
                     except OSError as exc:  # say so once, and play on without keeping
                         console.print(f"cache: {exc}; cells are no longer kept",
                                       highlight=False, soft_wrap=True)
                         cache = None
-                results[done.cell] = done.result
-                busy += done.seconds
-                cpu += done.cpu_seconds
-                peak = max(peak, done.peak_mb)
-                progress.finished(done.cell, done.seconds)
+                results[cell] = done.result
+                usage.add(done)
+                progress.finished(cell, done.seconds)
     finally:
         executor.close()
     console.print(f"played {len(todo)} cells in {clock(time.perf_counter() - start)} "
-                  f"({clock(busy)} in cells, {clock(cpu)} of CPU; peak worker memory "
-                  f"{peak:,.0f} MB)", highlight=False, soft_wrap=True)
+                  f"({clock(usage.busy)} in workers, {clock(usage.cpu)} of CPU; peak worker "
+                  f"memory {usage.peak:,.0f} MB)", highlight=False, soft_wrap=True)
     return plan.merge(results)
+
+
+@dataclass
+class _Usage:
+    """What the workers spent: wall-clock and CPU seconds, and their peak memory, MB."""
+
+    busy: float = 0.0
+    cpu: float = 0.0
+    peak: float = 0.0
+
+    def add(self, done: Done[Any]) -> None:
+        self.busy += done.seconds
+        self.cpu += done.cpu_seconds
+        self.peak = max(self.peak, done.peak_mb)
+
+
+def _train(plan: EvaluationPlan, cells: Sequence[Cell], executor: Executor,
+           console: Console) -> _Usage:
+    """Train the forecasters ``cells`` play with on the executor's workers, one piece of work
+    per history and market, the longest first, before any cell goes out."""
+    usage = _Usage()
+    work = trainings(e for cell in cells for e in plan.episodes(cell))
+    if not work:
+        return usage
+    histories = {id(training): history for history, training in work}
+    start = time.perf_counter()
+    longest = sorted((t for _, t in work), key=lambda t: t.first - t.starts[-1])
+    for done in executor.run(longest):
+        histories[id(done.work)].supply(done.work, done.result)
+        usage.add(done)
+    console.print(f"trained the forecasters of {len(work)} markets in "
+                  f"{clock(time.perf_counter() - start)} ({clock(usage.cpu)} of CPU)",
+                  highlight=False, soft_wrap=True)
+    return usage
 
 
 def _longest_first(plan: EvaluationPlan, cells: Sequence[Cell]) -> list[Cell]:

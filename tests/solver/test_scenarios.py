@@ -1,3 +1,4 @@
+import pickle
 import random
 from dataclasses import replace
 
@@ -12,6 +13,7 @@ from solver.evaluation.scenarios import (
     cant_be_late_cases,
     fine_tune_case,
     multi_region_cases,
+    trainings,
     window_starts,
 )
 from solver.market import Market, MarketTicks
@@ -63,6 +65,27 @@ def test_each_episode_carries_forecasters_trained_on_the_trace_before_its_window
     assert [e.models.get().learned for e in case.episodes] == first
     copy = case.episodes[0].fresh_models()
     assert copy is not case.episodes[0].models.get() and copy.learned == first[0]
+
+
+def test_forecasters_trained_market_by_market_elsewhere_are_those_trained_here():
+    spec = CantBeLateSpec(tasks=((2.0, 3.0),), overheads_hours=(0.2,), window_ticks=80)
+    ticks = probe_ticks(600)
+    here = cant_be_late_cases(ticks, 3, 0, spec)[0].episodes
+    apart = cant_be_late_cases(ticks, 3, 0, spec)[0].episodes
+    here[0].models.get()
+    assert trainings(here[:1]) == []
+    work = trainings(apart[:2])  # up to the second window: one per market
+    assert [(t.market, t.first, t.starts) for _, t in work] == [
+        (m, 0, tuple(round((e.data.origin - ticks[0].times[0]) / 195.0) for e in apart[:2]))
+        for m in range(2)]
+    for history, training in work:
+        history.supply(training, pickle.loads(pickle.dumps(training))())
+    assert [t.first for _, t in trainings(apart)] == [work[0][1].starts[-1]] * 2
+    for a, b in zip(here, apart, strict=True):
+        models, trained = a.models.get(), b.models.get()
+        assert models.learned == trained.learned
+        for f, g in zip(models.forecasters, trained.forecasters, strict=True):
+            assert repr(f.outlook(24)) == repr(g.outlook(24))
 
 
 def test_cant_be_late_rejects_deadlines_outside_the_window():

@@ -138,15 +138,14 @@ def _train(plan: EvaluationPlan, cells: Sequence[Cell], executor: Executor,
 
 
 def _longest_first(plan: EvaluationPlan, cells: Sequence[Cell]) -> list[Cell]:
-    """Cells in window order, each window's forecasters trained (here) as its first cell goes
-    out; the cells of whole cases, the longest, right after the first window's, so that they
-    do not finish last and the workers have the first window's cells to play while the other
-    windows' forecasters are trained for them — or first of all when a case has one window,
-    whose forecasters are the first window's anyway."""
-    def key(cell: Cell) -> float:
-        if cell.episode is not None:
-            return cell.episode
-        return 0.5 if len(plan.episodes(cell)) > 1 else -0.5
+    """Cells the longest first, so that none is left to finish alone at the end: the cells of
+    whole cases (the most windows first), then those of planners (a spec with a forecast
+    kind, or a noisy oracle), then the rest, each in window order."""
+    def key(cell: Cell) -> tuple[int, int]:
+        if cell.episode is None:
+            return 0, -len(plan.episodes(cell))
+        plans = cell.noise is not None or "forecast" in cell.spec.kwargs
+        return (1 if plans else 2), cell.episode
 
     return sorted(cells, key=key)
 
@@ -156,5 +155,5 @@ def _tasks(plan: EvaluationPlan, cells: Sequence[Cell]) -> Iterator[Task]:
         episodes = plan.episodes(cell)
         for episode in episodes:
             if episode.models is not None:
-                episode.models.get()  # trained here, once, not in the thread that sends it
+                episode.models.get()  # put together here, not in the thread that sends it
         yield Task(cell, episodes, plan.seed, plan.settings)

@@ -60,9 +60,9 @@ SCENARIOS = ("cant-be-late", "multi-region", "fine-tune", "scarce")
 class MarketTraining:
     """One market's forecaster (``market``, its index) learning the market's series slot by
     slot: ``forecaster`` as trained on the slots before ``first``, ``price`` and
-    ``availability`` the market's slots from ``first`` on; called, it learns in place and
-    returns a copy at each of the sorted ``starts``. A market's forecaster learns its own
-    series only, so the markets train apart (on other workers) to the same forecasters."""
+    ``availability`` the market's slots from ``first`` on; called, a copy of it learns them
+    and a copy is returned at each of the sorted ``starts``. A market's forecaster learns its
+    own series only, so the markets train apart (on other workers) to the same forecasters."""
 
     market: int
     forecaster: MarketForecaster
@@ -72,15 +72,16 @@ class MarketTraining:
     starts: tuple[int, ...]
 
     def __call__(self) -> list[MarketForecaster]:
+        forecaster = copy.deepcopy(self.forecaster)  # may arrive read-only (Ray)
         copies = []
         t = self.first
         for start in self.starts:
             for p, a in zip(self.price[t - self.first:start - self.first].tolist(),
                             self.availability[t - self.first:start - self.first].tolist(),
                             strict=True):
-                self.forecaster.learn_one(p, a)
+                forecaster.learn_one(p, a)
             t = start
-            copies.append(copy.deepcopy(self.forecaster))
+            copies.append(copy.deepcopy(forecaster))
         return copies
 
 
@@ -95,7 +96,7 @@ class ModelHistory:
             raise ValueError(f"starts={list(starts)!r}: expected sorted slot indices")
         self._data = data
         self._starts = tuple(starts)
-        self._live = MarketModels(len(data.markets), data.origin, data.slot_seconds).forecasters
+        self._latest = MarketModels(len(data.markets), data.origin, data.slot_seconds).forecasters
         self._copies: list[list[MarketForecaster]] = [[] for _ in data.markets]
         self._models: dict[int, MarketModels] = {}
         self._lock = threading.Lock()
@@ -119,11 +120,9 @@ class ModelHistory:
 
     def trainings(self, k: int) -> list[MarketTraining]:
         """What is left to train, one :class:`MarketTraining` per market, for the copies up
-        to ``starts[k]``; each trains a copy of the market's forecaster, so none of this
-        history's state changes until :meth:`supply`."""
+        to ``starts[k]``; none of this history's state changes until :meth:`supply`."""
         with self._lock:
-            return [replace(t, forecaster=copy.deepcopy(t.forecaster))
-                    for t in self._trainings(k)]
+            return self._trainings(k)
 
     def supply(self, training: MarketTraining, copies: Sequence[MarketForecaster]) -> None:
         """Keep the ``copies`` ``training`` made (ignored when that market has been trained
@@ -140,7 +139,7 @@ class ModelHistory:
             first = self._starts[len(copies) - 1] if copies else 0
             end = self._starts[k]
             trainings.append(MarketTraining(
-                m, self._live[m], self._data.price[m, first:end],
+                m, self._latest[m], self._data.price[m, first:end],
                 self._data.availability[m, first:end], first,
                 self._starts[len(copies):k + 1]))
         return trainings
@@ -150,7 +149,7 @@ class ModelHistory:
             raise ValueError(f"market {training.market}: {len(copies)} forecasters for "
                              f"{len(training.starts)} windows")
         self._copies[training.market] += copies
-        self._live[training.market] = copy.deepcopy(copies[-1])
+        self._latest[training.market] = copies[-1]
 
 
 class TrainedModels:

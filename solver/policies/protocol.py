@@ -4,6 +4,7 @@ made of planners, :class:`PlannerNamer`."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -45,5 +46,13 @@ class PlannerNamer(Protocol):
 def planner_of(policy: Policy, job_id: str) -> str:
     """The planner that decides ``job_id`` under ``policy``: the policy's answer when it is made
     of planners, else the policy's name."""
-    named = policy.planner(job_id) if isinstance(policy, PlannerNamer) else None
+    named = policy.planner(job_id) if names_planners(type(policy)) else None
     return named or policy.name
+
+
+@cache
+def names_planners(kind: type) -> bool:
+    """Whether policies of type ``kind`` are :class:`PlannerNamer` s, known once per type: the
+    engine asks for every job at every boundary, and a protocol check takes tens of
+    microseconds."""
+    return issubclass(kind, PlannerNamer)

@@ -5,7 +5,7 @@ import pytest
 
 from solver.evaluation.cells import Cell, EvaluationPlan, play_cell, run
 from solver.evaluation.evaluate import EvaluationSettings
-from solver.evaluation.scenarios import CantBeLateSpec, cant_be_late_cases
+from solver.evaluation.scenarios import CantBeLateSpec, cant_be_late_cases, trainings
 from solver.policies import PolicySpec
 from tests.solver.test_scenarios import probe_ticks
 
@@ -70,10 +70,9 @@ def test_a_cell_plays_the_same_on_episodes_sent_to_another_process(cases):
 
 def test_forecasters_are_trained_only_when_first_read():
     case = cant_be_late_cases(probe_ticks(400), 3, 0, SMALL_CBL)[0]
-    history = case.episodes[0].models._history
-    assert history._models.learned == 0
+    assert [t.first for _, t in trainings(case.episodes)] == [0, 0]  # nothing learned yet
     last = case.episodes[-1].models.get()
-    assert history._models.learned == last.learned > 0
+    assert last.learned > 0 and trainings(case.episodes) == []
 
 
 def test_a_cell_names_the_forecasts_it_plans_on(cases):

@@ -15,7 +15,9 @@ policies) of the SkyNomad p3.2xlarge trace in the public traces folder
   and own.
 * ``workers`` runs ``spotsched evaluate`` with each ``--workers`` count (no cache) and prints
   wall-clock and CPU seconds (children included) and the load average before and after: on a
-  shared machine the wall clock says how busy it was as much as how fast the code is.
+  shared machine the wall clock says how busy it was as much as how fast the code is; under
+  each, the run's own lines on training the forecasters and playing the cells (the workers'
+  wall-clock and CPU time).
 * ``rerun`` fills a fresh cache, then times the run that reads every cell back.
 * ``same`` runs the evaluation with this checkout's code and with ``REV``'s (its tree from
   ``git archive``), one worker each, and compares the JSON byte for byte.
@@ -99,10 +101,13 @@ def workers(windows: int, counts: list[int]) -> None:
     print(f"cant-be-late, {windows} window(s), six cases, default policies, no cache")
     for count in counts:
         before = load()
-        wall, cpu, _ = run(ROOT, [*evaluate_args(windows), "--workers", str(count),
-                                  "--no-cache"])
+        wall, cpu, output = run(ROOT, [*evaluate_args(windows), "--workers", str(count),
+                                       "--no-cache"])
         print(f"--workers {count}: {wall:7.1f} s wall, {cpu:7.1f} s CPU "
               f"({before} before, {load()} after)")
+        for line in output.splitlines():
+            if line.startswith(("trained ", "played ")):
+                print(f"  {line}")
 
 
 def rerun(windows: int) -> None:

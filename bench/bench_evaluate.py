@@ -3,6 +3,7 @@ re-run, and the same JSON as another revision of the code.
 
     python bench/bench_evaluate.py profile [--windows 1] [--top 25]
     python bench/bench_evaluate.py workers [--windows 2] [--workers 1 2]
+    python bench/bench_evaluate.py schedule [--windows 1] [--workers 1 2 4]
     python bench/bench_evaluate.py rerun [--windows 2]
     python bench/bench_evaluate.py same --against REV [--windows 1]
 
@@ -18,6 +19,11 @@ policies) of the SkyNomad p3.2xlarge trace in the public traces folder
   shared machine the wall clock says how busy it was as much as how fast the code is; under
   each, the run's own lines on training the forecasters and playing the cells (the workers'
   wall-clock and CPU time).
+* ``schedule`` does each piece of work of the evaluation in this process, in the order the
+  runner sends it out (the forecasters' trainings, then the cells), timing its CPU, and prints
+  the time the runner's schedule would take on each ``--workers`` count of idle cores (each
+  piece to the first worker free, the trainings done before any cell): how much faster more
+  workers make the evaluation, whatever else the machine is doing.
 * ``rerun`` fills a fresh cache, then times the run that reads every cell back.
 * ``same`` runs the evaluation with this checkout's code and with ``REV``'s (its tree from
   ``git archive``), one worker each, and compares the JSON byte for byte.
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import heapq
 import os
 import pstats
 import resource
@@ -97,6 +104,45 @@ def profile(windows: int, top: int) -> None:
         stats.sort_stats(order).print_stats(top)
 
 
+def span(seconds: list[float], workers: int) -> float:
+    """When the last of ``seconds`` finishes, each started in order on the first free worker."""
+    free = [0.0] * workers
+    for s in seconds:
+        heapq.heappush(free, heapq.heappop(free) + s)
+    return max(free)
+
+
+def schedule(windows: int, counts: list[int]) -> None:
+    from solver.evaluation.cells import EvaluationPlan, play_cell
+    from solver.evaluation.scenarios import build_cases, trainings
+    from streams.evaluation.runner import longest_first, longest_trainings
+    from streams.traces import load_trace
+
+    plan = EvaluationPlan(tuple(build_cases(load_trace(trace()), ["cant-be-late"], windows, 0)))
+    cells = longest_first(plan, plan.cells())
+    work = trainings(e for cell in cells for e in plan.episodes(cell))
+    histories = {id(training): history for history, training in work}
+    trained, played = [], []
+    for training in longest_trainings([t for _, t in work]):
+        start = time.process_time()
+        histories[id(training)].supply(training, training())
+        trained.append(time.process_time() - start)
+    for cell in cells:
+        start = time.process_time()
+        play_cell(cell, plan.episodes(cell), plan.seed, plan.settings)
+        played.append(time.process_time() - start)
+    longest = max(zip(played, cells, strict=True), key=lambda p: p[0])
+    print(f"cant-be-late, {windows} window(s), six cases, default policies ({load()})")
+    print(f"{len(trained)} trainings: {sum(trained):.1f} s of CPU, the longest "
+          f"{max(trained):.1f} s")
+    print(f"{len(played)} cells: {sum(played):.1f} s of CPU, the longest {longest[0]:.1f} s "
+          f"({longest[1].label})")
+    one = span(trained, 1) + span(played, 1)
+    for count in counts:
+        total = span(trained, count) + span(played, count)
+        print(f"--workers {count}: {total:7.1f} s on idle cores, {one / total:.2f} x one worker")
+
+
 def workers(windows: int, counts: list[int]) -> None:
     print(f"cant-be-late, {windows} window(s), six cases, default policies, no cache")
     for count in counts:
@@ -127,7 +173,7 @@ def same(against: str, windows: int) -> None:
         archive = subprocess.run(["git", "archive", against], cwd=ROOT, capture_output=True,
                                  check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-        outputs = {}
+        outputs: dict[str, bytes] = {}
         for name, code in (("this checkout", ROOT), (against, tree)):
             path = Path(folder) / f"{len(outputs)}.json"
             extra = ["--workers", "1", "--no-cache"] if code == ROOT else []
@@ -141,13 +187,15 @@ def same(against: str, windows: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, windows in (("profile", 1), ("workers", 2), ("rerun", 2), ("same", 1)):
+    for name, windows in (("profile", 1), ("workers", 2), ("schedule", 1), ("rerun", 2),
+                          ("same", 1)):
         command = commands.add_parser(name)
         command.add_argument("--windows", type=int, default=windows)
         if name == "profile":
             command.add_argument("--top", type=int, default=25)
-        if name == "workers":
-            command.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+        if name in ("workers", "schedule"):
+            command.add_argument("--workers", type=int, nargs="+",
+                                 default=[1, 2] if name == "workers" else [1, 2, 4])
         if name == "same":
             command.add_argument("--against", required=True)
     args = parser.parse_args()
@@ -155,6 +203,8 @@ def main() -> None:
         profile(args.windows, args.top)
     elif args.command == "workers":
         workers(args.windows, args.workers)
+    elif args.command == "schedule":
+        schedule(args.windows, args.workers)
     elif args.command == "rerun":
         rerun(args.windows)
     else:

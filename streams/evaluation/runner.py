@@ -13,7 +13,7 @@ from rich.console import Console
 
 from solver.choices import one_of
 from solver.evaluation.cells import Cell, CellResult, Evaluation, EvaluationPlan
-from solver.evaluation.scenarios import trainings
+from solver.evaluation.scenarios import MarketTraining, trainings
 from streams.evaluation.cache import CellCache, CellKeys
 from streams.evaluation.executors import (
     Done,
@@ -68,7 +68,7 @@ def play_plan(plan: EvaluationPlan, execution: Execution, keys: CellKeys | None,
             kept = cache.get(keys(cell))
             if kept is not None:
                 results[cell] = kept
-    todo = _longest_first(plan, [c for c in cells if c not in results])
+    todo = longest_first(plan, [c for c in cells if c not in results])
     where = "" if cache is None else f"{len(results)} read from the cache ({cache.directory}), "
     if not todo:
         console.print(f"{len(cells)} cells: {where}none to play", highlight=False, soft_wrap=True)
@@ -127,8 +127,7 @@ def _train(plan: EvaluationPlan, cells: Sequence[Cell], executor: Executor,
         return usage
     histories = {id(training): history for history, training in work}
     start = time.perf_counter()
-    longest = sorted((t for _, t in work), key=lambda t: t.first - t.starts[-1])
-    for done in executor.run(longest):
+    for done in executor.run(longest_trainings([t for _, t in work])):
         histories[id(done.work)].supply(done.work, done.result)
         usage.add(done)
     console.print(f"trained the forecasters of {len(work)} markets in "
@@ -137,7 +136,12 @@ def _train(plan: EvaluationPlan, cells: Sequence[Cell], executor: Executor,
     return usage
 
 
-def _longest_first(plan: EvaluationPlan, cells: Sequence[Cell]) -> list[Cell]:
+def longest_trainings(work: Sequence[MarketTraining]) -> list[MarketTraining]:
+    """Trainings the longest (the most slots to learn) first."""
+    return sorted(work, key=lambda t: t.first - t.starts[-1])
+
+
+def longest_first(plan: EvaluationPlan, cells: Sequence[Cell]) -> list[Cell]:
     """Cells the longest first, so that none is left to finish alone at the end: the cells of
     whole cases (the most windows first), then those of planners (a spec with a forecast
     kind, or a noisy oracle), then the rest, each in window order."""

@@ -15,10 +15,12 @@ policies) of the SkyNomad p3.2xlarge trace in the public traces folder
   cProfile with a CPU-time clock and prints the functions that take the most CPU, cumulative
   and own.
 * ``workers`` runs ``spotsched evaluate`` with each ``--workers`` count (no cache) and prints
-  wall-clock and CPU seconds (children included) and the load average before and after: on a
-  shared machine the wall clock says how busy it was as much as how fast the code is; under
-  each, the run's own lines on training the forecasters and playing the cells (the workers'
-  wall-clock and CPU time).
+  wall-clock and CPU seconds and the load average before and after: on a shared machine the
+  wall clock says how busy it was as much as how fast the code is; under each, the run's own
+  lines on training the forecasters and playing the cells, whose CPU is the workers'. The CPU
+  seconds are those of the command and the children it waited for: with one worker
+  everything, with several the main process only (the pool's processes are the children of
+  its fork server), so the workers' CPU is in the run's lines.
 * ``schedule`` does each piece of work of the evaluation in this process, in the order the
   runner sends it out (the forecasters' trainings, then the cells), timing its CPU, and prints
   the time the runner's schedule would take on each ``--workers`` count of idle cores (each

@@ -165,7 +165,7 @@ def rerun(windows: int) -> None:
         print(f"first run: {wall:.1f} s wall, {cpu:.1f} s CPU")
         wall, cpu, output = run(ROOT, args)
         print(f"re-run: {wall:.1f} s wall, {cpu:.1f} s CPU ({load()})")
-        print(output.splitlines()[0])
+        print(next(line for line in output.splitlines() if " read from the cache " in line))
 
 
 def same(against: str, windows: int) -> None:

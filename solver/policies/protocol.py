@@ -5,7 +5,7 @@ made of planners, :class:`PlannerNamer`."""
 from __future__ import annotations
 
 from functools import cache
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -46,7 +46,7 @@ class PlannerNamer(Protocol):
 def planner_of(policy: Policy, job_id: str) -> str:
     """The planner that decides ``job_id`` under ``policy``: the policy's answer when it is made
     of planners, else the policy's name."""
-    named = policy.planner(job_id) if names_planners(type(policy)) else None
+    named = cast(PlannerNamer, policy).planner(job_id) if names_planners(type(policy)) else None
     return named or policy.name
 
 

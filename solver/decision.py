@@ -13,11 +13,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from solver.job import Allocation
 from solver.migration import STAY, Move, Place
-from solver.observation import Observation
+from solver.observation import JobView, Observation
 
 Outcome = Literal["finished", "cancelled", "deadline_missed", "failed"]
 """How a job leaves: finished by its hard deadline, cancelled, the hard deadline passed before
@@ -79,10 +80,22 @@ class SlotDecision:
     policy_errors: tuple[Exception, ...] = ()
     planners: Mapping[str, str] = field(default_factory=dict)
 
+    @cached_property
+    def _views(self) -> dict[str, JobView]:
+        return {view.id: view for view in self.observation.jobs}
+
+    def view(self, job_id: str) -> JobView:
+        """What the policy saw of an active job."""
+        try:
+            return self._views[job_id]
+        except KeyError:
+            raise KeyError(f"job_id={job_id!r}: expected a job active at slot "
+                           f"{self.observation.slot}") from None
+
     def explain(self, job_id: str) -> Explanation:
         """The explanation of an allocated job's decision (computed when asked)."""
         obs = self.observation
-        view = next(v for v in obs.jobs if v.id == job_id)
+        view = self.view(job_id)
         allocation = self.allocations[job_id]
         m = allocation.market
         on_demand_price = obs.markets[m].on_demand_price

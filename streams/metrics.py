@@ -205,7 +205,7 @@ class JobSeries:
 
     def _show(self, decided: SlotDecision, job_id: str) -> None:
         obs = decided.observation
-        view = next(v for v in obs.jobs if v.id == job_id)
+        view = decided.view(job_id)
         figures = job_figures(view, decided.allocations[job_id], obs.time, obs.slot_seconds)
         self.remaining_work.labels(job_id).set(figures.remaining_work)
         self.slack.labels(job_id).set(figures.slack_seconds)

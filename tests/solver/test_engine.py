@@ -63,3 +63,15 @@ def test_cancel_and_progress_reports_change_what_remains():
         engine.add_job(job("a", workload=1.0, soft=6 * HOUR))
     with pytest.raises(ValueError, match="allowed_markets"):
         engine.add_job(job("c", allowed_markets=(markets(3)[2].key,)))
+
+
+def test_a_decision_shows_each_job_as_the_policy_saw_it():
+    data = flat_data([[1.0] * 4], [[0] * 4])
+    engine = Engine(data.markets, 0.0, HOUR, OnDemandOnly())
+    engine.add_job(job("a", workload=2.0, soft=4 * HOUR))
+    engine.add_job(job("b", workload=3.0, soft=4 * HOUR))
+    decided = engine.decide(data.price[:, 0], data.availability[:, 0])
+    assert [decided.view(j).remaining for j in ("a", "b")] == [2.0, 3.0]
+    assert decided.explain("b").slack_seconds == decided.view("b").job.slack(0.0, 3.0)
+    with pytest.raises(KeyError, match="job_id='c': expected a job active at slot 0"):
+        decided.view("c")

@@ -47,6 +47,7 @@ def worker(
 
     A Faust worker on the market ticks and job events; start more to scale out."""
     import asyncio
+    import gc
 
     from prometheus_client import CollectorRegistry
 
@@ -69,4 +70,8 @@ def worker(
         serve_metrics(settings, registry)
     except (ValueError, OSError, BrokerError) as exc:
         fail(exc)
+    # What is loaded by now lives as long as the worker: out of the collector's sight, a full
+    # collection scans the stages' state alone (with the rest: ~0.1 s, at every epoch or two).
+    gc.collect()
+    gc.freeze()
     RateLimitedWorker(faust_app, loglevel=log_level, quiet=True).execute_from_commandline()

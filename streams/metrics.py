@@ -187,7 +187,10 @@ class JobSeries:
                               "Jobs that left the scheduler, by outcome", ("outcome",))
         for outcome in OUTCOMES:
             self.ended.labels(outcome)
-        self._jobs: set[str] = set()
+        self._series = (self.remaining_work, self.slack, self.deadline_risk,
+                        self.projected_completion, self.cost)
+        self._jobs: dict[str, tuple[Gauge, ...]] = {}
+        """Each active job's series, in the order of ``_series``."""
         self._due: dict[int | None, int] = {}
 
     def decided(self, partition: int | None, decided: SlotDecision,
@@ -207,19 +210,18 @@ class JobSeries:
         obs = decided.observation
         view = decided.view(job_id)
         figures = job_figures(view, decided.allocations[job_id], obs.time, obs.slot_seconds)
-        self.remaining_work.labels(job_id).set(figures.remaining_work)
-        self.slack.labels(job_id).set(figures.slack_seconds)
-        self.deadline_risk.labels(job_id).set(figures.deadline_risk)
-        self.projected_completion.labels(job_id).set(figures.projected_completion)
-        self.cost.labels(job_id).set(figures.cost_usd)
-        self._jobs.add(job_id)
+        series = self._jobs.get(job_id)
+        if series is None:
+            series = self._jobs[job_id] = tuple(s.labels(job_id) for s in self._series)
+        for gauge, value in zip(series, (figures.remaining_work, figures.slack_seconds,
+                                         figures.deadline_risk, figures.projected_completion,
+                                         figures.cost_usd), strict=True):
+            gauge.set(value)
 
     def _ended(self, job_id: str, outcome: str) -> None:
         self.ended.labels(outcome).inc()
-        if job_id in self._jobs:
-            self._jobs.discard(job_id)
-            for series in (self.remaining_work, self.slack, self.deadline_risk,
-                           self.projected_completion, self.cost):
+        if self._jobs.pop(job_id, None) is not None:
+            for series in self._series:
                 series.remove(job_id)
 
 

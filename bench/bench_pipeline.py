@@ -242,7 +242,7 @@ def latency(bootstrap: str, workdir: Path, n_jobs: int, days: float,
                   f"every {epoch_seconds:g} s")
     for name, column in zip(("market stage (tick to boundary)", "coordinator (to the marker)",
                              "scheduler (to the first decision)",
-                             "producing (first to last decision)"), parts.T):
+                             "producing (first to last decision)"), parts.T, strict=True):
         console.print(f"  {name}: p50 {np.percentile(column, 50):.0f} ms, p99 "
                       f"{np.percentile(column, 99):.0f} ms")
 

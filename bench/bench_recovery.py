@@ -48,6 +48,7 @@ import time
 import urllib.request
 from contextlib import ExitStack
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -76,6 +77,16 @@ from streams.settings import Settings, write_catalogue
 JOBS_PER_WEEK = FineTuneSpec().jobs_per_window
 RESTORED = re.compile(r"(\S+)\[(\d+)\]: restored the (\w+) stage in ([\d.]+) s from (the \w+)"
                       r".*?, (\d+) records replayed")
+
+
+def logged_at(text: str, words: str, last: bool = False) -> float | None:
+    """Unix time of the first (``last``: the last) line of a worker's log that has ``words``
+    (the log's times are the machine's local time)."""
+    found = re.findall(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)\].*" + re.escape(words), text,
+                       re.MULTILINE)
+    if not found:
+        return None
+    return datetime.strptime(found[-1 if last else 0], "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
 def history(markets: int, days: float, tick_seconds: float, seed: int):
@@ -310,9 +321,12 @@ def run(args: argparse.Namespace, bootstrap: str, workdir: Path, data_dir: Path 
         for _, partition, stage, seconds, source, replayed in RESTORED.findall(text):
             console.print(f"  {stage}[{partition}] restored from {source} in {seconds} s, "
                           f"{int(replayed):,} records replayed")
-        ready = re.search(r"\[(\d\d:\d\d:\d\d),\d+\].*Worker ready", text)
-        if ready:
-            console.print(f"  the recovering worker was ready at {ready.group(1)}")
+        ready = logged_at(text, "Worker ready")
+        restored = logged_at(text, "restored the", last=True)
+        if ready is not None and restored is not None:
+            console.print(f"  the recovering worker was ready {ready - started:.1f} s after "
+                          f"{since}, its stages restored {restored - started:.1f} s after it; "
+                          f"the rest is the probe's epoch")
         if args.compare:
             compare(settings, data, [*events, *probe_jobs, *closing], args)
         for topic, partitions in ((settings.topics.market_ticks, args.market_partitions),

@@ -12,7 +12,7 @@ import numpy as np
 from solver.job import Allocation
 from solver.observation import Decision, JobView, Observation
 from solver.policies.common import (
-    cheapest_on_demand_count,
+    cheapest_on_demand,
     fit_cap,
     must_use_on_demand,
     on_demand,
@@ -30,14 +30,7 @@ class OnDemandOnly:
     def decide(self, obs: Observation) -> Decision:
         out: dict[str, Allocation] = {}
         for view in obs.jobs:
-            current = view.current
-            deadline = view.job.target_deadline(obs.time, view.remaining)
-            if (current is not None and current.spot == 0
-                    and _finishes(obs, view, current, deadline)):
-                out[view.id] = current
-            else:
-                _put(out, view, on_demand(obs, view,
-                                          cheapest_on_demand_count(obs, view, deadline)))
+            _put(out, view, cheapest_on_demand(obs, view))
         return out
 
 
@@ -104,8 +97,3 @@ def _behind_uniform_line(obs: Observation, view: JobView) -> bool:
     deadline = job.target_deadline(obs.time, view.remaining)
     share = min(1.0, (obs.time - job.release) / (deadline - job.release))
     return job.workload - view.remaining < share * job.workload
-
-
-def _finishes(obs: Observation, view: JobView, current: Allocation, deadline: float) -> bool:
-    needed = view.job.seconds_needed(view.remaining, current.total, view.pending_overhead)
-    return obs.time + needed <= deadline

@@ -30,13 +30,17 @@ solved before the job arrived has no say; one that planned it idle counts as 0 i
    the rest on-demand.
 
 **Repair**, in the simulator's spot-priority order: a job whose rounded allocation would
-leave work that on-demand at ``N_max`` can no longer finish by the target deadline, or by the
-hard deadline should the slot's spot be lost, runs on-demand at ``N_max`` (with an exact
-forecast source, as the oracle is, spot is never lost: the job runs ``N_max`` instances, its
-rounded allocation, else spot, else on-demand, topped up with on-demand) — Greedy's safety net,
+leave work that on-demand at ``N_max`` can no longer finish by the target deadline should the
+slot's spot be lost runs on-demand at ``N_max`` (with an exact forecast source, as the oracle
+is, spot is never lost: the job runs ``N_max`` instances, its rounded allocation, else spot,
+else on-demand, topped up with on-demand) — Greedy's safety net,
 :func:`~solver.policies.common.must_use_on_demand`, applied to the allocation chosen rather
-than to idling; then spot is capped by the availability the boundary shows less what jobs
-before took, the shortfall moving to on-demand.
+than to idling. Spot is then capped by the availability the boundary shows less what jobs
+before took; a job short of its planned spot keeps what it runs if it can (no restart), else
+runs the spot left with its planned on-demand, else moves the shortfall to on-demand
+(:func:`_short_of_spot`). A job left on on-demand alone runs the count on-demand only would
+(:func:`~solver.policies.common.cheapest_on_demand`): the program prices work linearly and
+never sees that fewer instances finish in as many whole slots for less.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ from solver.optimize.backends import Backend, SolverLimits, solve_program
 from solver.optimize.decomposed import solve_decomposed
 from solver.optimize.plan import Plan
 from solver.optimize.program import build_program
-from solver.policies.common import fit_cap, keeps_deadline, on_demand, spot
+from solver.policies.common import cheapest_on_demand, fit_cap, keeps_deadline, on_demand, spot
 from solver.policies.forecast_sources import DistributionForecast, ForecastSource, make_source
 from solver.policies.prediction_free import ThresholdRule
 from solver.policies.programs import SingleJobPrograms
@@ -220,12 +224,33 @@ def _repair(obs: Observation, wanted: Mapping[str, Allocation | None], spot_is_s
         if choice is None:
             continue
         kept = min(choice.spot, int(left[choice.market])) if view.job.allow_spot else 0
-        choice = fit_cap(obs, view, Allocation(choice.market, kept, choice.total - kept))
+        if kept < choice.spot:
+            choice = _short_of_spot(obs, view, choice, kept, left, spot_is_safe)
+        if choice.spot == 0:
+            choice = cheapest_on_demand(obs, view)
+        choice = fit_cap(obs, view, choice)
         if choice is None:
             continue
         left[choice.market] -= choice.spot
         out[view.id] = choice
     return out, left
+
+
+def _short_of_spot(obs: Observation, view: JobView, choice: Allocation, kept: int,
+                   left: np.ndarray, spot_is_safe: bool) -> Allocation:
+    """A job whose planned spot the jobs before took (only ``kept`` left): what it runs now
+    if its spot is still there and that keeps its deadline (no restart), else the spot left
+    with the planned on-demand (``n_min`` instances at least) if that keeps it, else the
+    shortfall on on-demand."""
+    current = view.current
+    job = view.job
+    options = [current] if current is not None and current.total >= job.n_min \
+        and current.spot <= left[current.market] else []
+    options.append(Allocation(choice.market, kept, max(choice.on_demand, job.n_min - kept)))
+    for option in options:
+        if keeps_deadline(obs, view, option, spot_is_safe):
+            return option
+    return Allocation(choice.market, kept, choice.total - kept)
 
 
 def _safe_allocation(obs: Observation, view: JobView, choice: Allocation | None,

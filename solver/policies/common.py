@@ -135,6 +135,20 @@ def one_by_one(obs: Observation,
     return out
 
 
+def cheapest_on_demand(obs: Observation, view: JobView) -> Allocation | None:
+    """On-demand alone at the cheapest instance count that meets the target deadline, the
+    count the job runs kept while it still does (``None``: not even ``n_min`` fits the cap).
+    Billed by the whole slot, fewer instances than ``n_max`` often finish in as many slots,
+    or in a few more by the deadline, for less."""
+    current = view.current
+    deadline = view.job.target_deadline(obs.time, view.remaining)
+    if current is not None and current.spot == 0 and (
+            obs.time + view.job.seconds_needed(view.remaining, current.total,
+                                               view.pending_overhead) <= deadline):
+        return current
+    return on_demand(obs, view, cheapest_on_demand_count(obs, view, deadline))
+
+
 def cheapest_on_demand_count(obs: Observation, view: JobView, deadline: float) -> int:
     """Fewest-dollars on-demand instance count that finishes by ``deadline``; ``n_max`` if none."""
     job = view.job
@@ -158,13 +172,12 @@ def _cheapest(view: JobView, options: list[tuple[float, int]]) -> int:
 def keeps_deadline(obs: Observation, view: JobView, choice: Allocation | None,
                    spot_is_safe: bool) -> bool:
     """True when, after this slot run with ``choice`` (``None``: idle), the job can still
-    finish on on-demand at ``N_max``, one restart included, by its target deadline, and by its
-    hard deadline even if the slot's spot is lost (spot is a fair bet for the soft deadline,
-    never for the hard one, unless the forecasts are exact)."""
+    finish on on-demand at ``N_max``, one restart included, by its target deadline (the soft
+    one while it can, before the hard one) even if the slot's spot is lost, unless the
+    forecasts are exact: a plan that counts on spot it may lose gives up the soft deadline
+    whenever it loses it."""
     target = view.job.target_deadline(obs.time, view.remaining)
-    return (finishable(obs, view, choice, credit_spot=True, by=target)
-            and finishable(obs, view, choice, credit_spot=spot_is_safe,
-                           by=view.job.hard_deadline))
+    return finishable(obs, view, choice, credit_spot=spot_is_safe, by=target)
 
 
 def finishable(obs: Observation, view: JobView, choice: Allocation | None, credit_spot: bool,

@@ -38,15 +38,17 @@ else on-demand, topped up with on-demand) — Greedy's safety net,
 than to idling. Spot is then capped by the availability the boundary shows less what jobs
 before took; a job short of its planned spot keeps what it runs if it can (no restart), else
 runs the spot left with its planned on-demand, else moves the shortfall to on-demand
-(:func:`_short_of_spot`). A job left on on-demand alone runs the count on-demand only would
+(:func:`_short_of_spot`). A job on on-demand alone whose plan takes no spot over the whole
+window runs the count on-demand only would
 (:func:`~solver.policies.common.cheapest_on_demand`): the program prices work linearly and
-never sees that fewer instances finish in as many whole slots for less.
+never sees that fewer instances finish in as many whole slots for less; a job planned to take
+spot later keeps its count, and the slack it leaves for that spot.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -165,8 +167,10 @@ class WindowPrograms:
         )
         covering = [c.committed[obs.slot] for c in self._controllers.values()
                     if obs.slot in c.committed]
+        no_spot = {job_id for job_id, steps in plans.items()
+                   if all(a is None or a.spot == 0 for a in steps)}
         return _repair(obs, {v.id: _average([c[v.id] for c in covering if v.id in c], v)
-                             for v in obs.jobs}, spot_is_safe=self.forecast.exact)
+                             for v in obs.jobs}, self.forecast.exact, no_spot)
 
     def _solve(
         self, obs: Observation, previous: _Controller | None
@@ -211,9 +215,11 @@ def _average(opinions: list[Allocation | None], view: JobView) -> Allocation | N
     return Allocation(market, s, n - s)
 
 
-def _repair(obs: Observation, wanted: Mapping[str, Allocation | None], spot_is_safe: bool
-            ) -> tuple[dict[str, Allocation | None], np.ndarray]:
-    """Cap spot by the boundary's availability in priority order; apply the safety net."""
+def _repair(obs: Observation, wanted: Mapping[str, Allocation | None], spot_is_safe: bool,
+            no_spot: Set[str]) -> tuple[dict[str, Allocation | None], np.ndarray]:
+    """Cap spot by the boundary's availability in priority order; apply the safety net; the
+    jobs of ``no_spot`` (planned without spot over the window) on on-demand alone at the
+    cheapest count."""
     left = np.array(obs.availability_now, dtype=np.int64)
     out: dict[str, Allocation | None] = {}
     for view in obs.jobs:
@@ -226,7 +232,7 @@ def _repair(obs: Observation, wanted: Mapping[str, Allocation | None], spot_is_s
         kept = min(choice.spot, int(left[choice.market])) if view.job.allow_spot else 0
         if kept < choice.spot:
             choice = _short_of_spot(obs, view, choice, kept, left, spot_is_safe)
-        if choice.spot == 0:
+        if choice.spot == 0 and view.id in no_spot:
             choice = cheapest_on_demand(obs, view)
         choice = fit_cap(obs, view, choice)
         if choice is None:

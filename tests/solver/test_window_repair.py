@@ -1,0 +1,72 @@
+"""The window program's repair: the target deadline kept without counting on spot, a job short
+of spot kept where it runs, on-demand alone at the cheapest count."""
+
+import numpy as np
+
+from solver.job import Allocation
+from solver.observation import JobView, Observation
+from solver.policies import make_policy
+from solver.policies.chc import _repair
+from solver.policies.common import cheapest_on_demand, keeps_deadline
+from solver.simulator import simulate
+from tests.solver.helpers import HOUR, cold_outlooks, flat_data, job, markets
+
+
+def observe(views, available=(8,), time=0.0):
+    n = len(available)
+    return Observation(
+        slot=int(time // HOUR), time=time, slot_seconds=HOUR,
+        markets=tuple(markets(n)),
+        price_history=np.zeros((n, 0)), availability_history=np.zeros((n, 0), dtype=int),
+        price_now=np.ones(n), availability_now=np.array(available),
+        jobs=tuple(views), outlooks=cold_outlooks(n),
+    )
+
+
+def ranged(id="r", workload=15.9, soft=3 * HOUR, **kw):
+    """Four to eight instances; eight finish in 3 hourly slots, and so do six."""
+    return job(id, workload=workload, soft=soft, n_min=4, n_max=8, beta=-0.21,
+               restart_overhead=360.0, **kw)
+
+
+def test_the_soft_deadline_is_kept_without_counting_on_spot_unless_spot_is_certain():
+    """Eight spot instances for an hour leave the job finishable by its soft deadline only if
+    they are not lost: not enough for a forecast that can be wrong, enough for an exact one."""
+    j = ranged(workload=26.0, soft=3.6 * HOUR, hard=6 * HOUR)
+    obs = observe([JobView(j, j.workload, 0.0, None)])
+    eight_spot = Allocation(0, 8, 0)
+    assert not keeps_deadline(obs, obs.jobs[0], eight_spot, spot_is_safe=False)
+    assert keeps_deadline(obs, obs.jobs[0], eight_spot, spot_is_safe=True)
+    assert keeps_deadline(obs, obs.jobs[0], Allocation(0, 0, 8), spot_is_safe=False)
+
+
+def test_a_job_short_of_its_planned_spot_keeps_the_spot_it_runs():
+    """The job before took all but two of the market's spot: the second job, running on two
+    spot instances and planned on four, keeps its two (no restart) rather than topping them up
+    with on-demand; a third, running nothing, gets the planned on-demand with the spot left."""
+    first, second = job("a", workload=2.0, n_min=1, n_max=6), job("b", workload=3.0,
+                                                                   n_min=2, n_max=4)
+    third = job("c", workload=3.0, n_min=2, n_max=4)
+    runs = Allocation(0, 2, 0)
+    obs = observe([JobView(first, 2.0, 0.0, None), JobView(second, 3.0, 0.0, runs),
+                   JobView(third, 3.0, 0.0, None)], available=(8,))
+    out, left = _repair(obs, {"a": Allocation(0, 6, 0), "b": Allocation(0, 4, 0),
+                              "c": Allocation(0, 2, 1)}, False, set())
+    assert out == {"a": Allocation(0, 6, 0), "b": runs, "c": Allocation(0, 0, 2)}
+    assert left.tolist() == [0]
+
+
+def test_a_job_planned_without_spot_runs_on_demand_at_the_cheapest_count():
+    """No spot anywhere: the window program runs the range on on-demand, at six instances (the
+    count on-demand only runs, finishing in the same three slots as eight) rather than eight,
+    and kept there."""
+    data = flat_data(np.ones((1, 4)), np.zeros((1, 4)))
+    j = ranged()
+    view = JobView(j, j.workload, 0.0, None)
+    assert cheapest_on_demand(observe([view], available=(0,)), view) == Allocation(0, 0, 6)
+    for name in ("risk-aware", "chc"):
+        result = simulate(data, [j], make_policy(name))
+        assert {a for _, _, a in result.decisions} == {Allocation(0, 0, 6)}
+        assert result.jobs[0].soft_deadline_met
+        assert result.jobs[0].cost == simulate(data, [j], make_policy("on-demand")).jobs[0].cost
+        assert result.jobs[0].on_demand_instance_hours == 18.0

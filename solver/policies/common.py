@@ -172,12 +172,13 @@ def _cheapest(view: JobView, options: list[tuple[float, int]]) -> int:
 def keeps_deadline(obs: Observation, view: JobView, choice: Allocation | None,
                    spot_is_safe: bool) -> bool:
     """True when, after this slot run with ``choice`` (``None``: idle), the job can still
-    finish on on-demand at ``N_max``, one restart included, by its target deadline (the soft
-    one while it can, before the hard one) even if the slot's spot is lost, unless the
-    forecasts are exact: a plan that counts on spot it may lose gives up the soft deadline
-    whenever it loses it."""
+    finish on on-demand at ``N_max``, one restart included, by its target deadline, and by its
+    hard deadline even if the slot's spot is lost (spot is a fair bet for the soft deadline,
+    never for the hard one, unless the forecasts are exact)."""
     target = view.job.target_deadline(obs.time, view.remaining)
-    return finishable(obs, view, choice, credit_spot=spot_is_safe, by=target)
+    return (finishable(obs, view, choice, credit_spot=True, by=target)
+            and finishable(obs, view, choice, credit_spot=spot_is_safe,
+                           by=view.job.hard_deadline))
 
 
 def finishable(obs: Observation, view: JobView, choice: Allocation | None, credit_spot: bool,

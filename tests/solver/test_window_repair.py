@@ -1,5 +1,5 @@
-"""The window program's repair: the target deadline kept without counting on spot, a job short
-of spot kept where it runs, on-demand alone at the cheapest count."""
+"""The window program's repair: a job short of spot kept where it runs, on-demand alone at the
+cheapest count."""
 
 import numpy as np
 
@@ -7,7 +7,7 @@ from solver.job import Allocation
 from solver.observation import JobView, Observation
 from solver.policies import make_policy
 from solver.policies.chc import _repair
-from solver.policies.common import cheapest_on_demand, keeps_deadline
+from solver.policies.common import cheapest_on_demand
 from solver.simulator import simulate
 from tests.solver.helpers import HOUR, cold_outlooks, flat_data, job, markets
 
@@ -27,17 +27,6 @@ def ranged(id="r", workload=15.9, soft=3 * HOUR, **kw):
     """Four to eight instances; eight finish in 3 hourly slots, and so do six."""
     return job(id, workload=workload, soft=soft, n_min=4, n_max=8, beta=-0.21,
                restart_overhead=360.0, **kw)
-
-
-def test_the_soft_deadline_is_kept_without_counting_on_spot_unless_spot_is_certain():
-    """Eight spot instances for an hour leave the job finishable by its soft deadline only if
-    they are not lost: not enough for a forecast that can be wrong, enough for an exact one."""
-    j = ranged(workload=26.0, soft=3.6 * HOUR, hard=6 * HOUR)
-    obs = observe([JobView(j, j.workload, 0.0, None)])
-    eight_spot = Allocation(0, 8, 0)
-    assert not keeps_deadline(obs, obs.jobs[0], eight_spot, spot_is_safe=False)
-    assert keeps_deadline(obs, obs.jobs[0], eight_spot, spot_is_safe=True)
-    assert keeps_deadline(obs, obs.jobs[0], Allocation(0, 0, 8), spot_is_safe=False)
 
 
 def test_a_job_short_of_its_planned_spot_keeps_the_spot_it_runs():

@@ -31,9 +31,9 @@ solved before the job arrived has no say; one that planned it idle counts as 0 i
 
 **Repair**, in the simulator's spot-priority order: a job whose rounded allocation would
 leave work that on-demand at ``N_max`` can no longer finish by the target deadline, or by the
-hard deadline should the slot's spot be lost, runs on-demand at ``N_max`` (with an exact forecast source, as the oracle
-is, spot is never lost: the job runs ``N_max`` instances, its rounded allocation, else spot,
-else on-demand, topped up with on-demand) — Greedy's safety net,
+hard deadline should the slot's spot be lost, runs on-demand at ``N_max`` (with an exact
+forecast source, as the oracle is, spot is never lost: the job runs ``N_max`` instances, its
+rounded allocation, else spot, else on-demand, topped up with on-demand) — Greedy's safety net,
 :func:`~solver.policies.common.must_use_on_demand`, applied to the allocation chosen rather
 than to idling. Spot is then capped by the availability the boundary shows less what jobs
 before took; a job short of its planned spot keeps what it runs if it can (no restart), else

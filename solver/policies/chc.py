@@ -36,10 +36,8 @@ forecast source, as the oracle is, spot is never lost: the job runs ``N_max`` in
 rounded allocation, else spot, else on-demand, topped up with on-demand) — Greedy's safety net,
 :func:`~solver.policies.common.must_use_on_demand`, applied to the allocation chosen rather
 than to idling. Spot is then capped by the availability the boundary shows less what jobs
-before took; a job short of its planned spot keeps what it runs if it can (no restart), else
-runs the spot left with its planned on-demand, else moves the shortfall to on-demand
-(:func:`_short_of_spot`). A job on on-demand alone whose plan takes no spot over the whole
-window runs the count on-demand only would
+before took, the shortfall moving to on-demand. A job on on-demand alone whose plan takes no
+spot over the whole window runs the count on-demand only would
 (:func:`~solver.policies.common.cheapest_on_demand`): the program prices work linearly and
 never sees that fewer instances finish in as many whole slots for less; a job planned to take
 spot later keeps its count, and the slack it leaves for that spot.
@@ -230,8 +228,7 @@ def _repair(obs: Observation, wanted: Mapping[str, Allocation | None], spot_is_s
         if choice is None:
             continue
         kept = min(choice.spot, int(left[choice.market])) if view.job.allow_spot else 0
-        if kept < choice.spot:
-            choice = _short_of_spot(obs, view, choice, kept, left, spot_is_safe)
+        choice = Allocation(choice.market, kept, choice.total - kept)
         if choice.spot == 0 and view.id in no_spot:
             choice = cheapest_on_demand(obs, view)
         choice = fit_cap(obs, view, choice)
@@ -240,23 +237,6 @@ def _repair(obs: Observation, wanted: Mapping[str, Allocation | None], spot_is_s
         left[choice.market] -= choice.spot
         out[view.id] = choice
     return out, left
-
-
-def _short_of_spot(obs: Observation, view: JobView, choice: Allocation, kept: int,
-                   left: np.ndarray, spot_is_safe: bool) -> Allocation:
-    """A job whose planned spot the jobs before took (only ``kept`` left): what it runs now
-    if its spot is still there and that keeps its deadline (no restart), else the spot left
-    with the planned on-demand (``n_min`` instances at least) if that keeps it, else the
-    shortfall on on-demand."""
-    current = view.current
-    job = view.job
-    options = [current] if current is not None and current.total >= job.n_min \
-        and current.spot <= left[current.market] else []
-    options.append(Allocation(choice.market, kept, max(choice.on_demand, job.n_min - kept)))
-    for option in options:
-        if keeps_deadline(obs, view, option, spot_is_safe):
-            return option
-    return Allocation(choice.market, kept, choice.total - kept)
 
 
 def _safe_allocation(obs: Observation, view: JobView, choice: Allocation | None,

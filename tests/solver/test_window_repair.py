@@ -1,5 +1,5 @@
-"""The window program's repair: a job short of spot kept where it runs, on-demand alone at the
-cheapest count."""
+"""The window program's repair: a job short of spot moves the shortfall to on-demand, on-demand
+alone at the cheapest count."""
 
 import numpy as np
 
@@ -29,19 +29,18 @@ def ranged(id="r", workload=15.9, soft=3 * HOUR, **kw):
                restart_overhead=360.0, **kw)
 
 
-def test_a_job_short_of_its_planned_spot_keeps_the_spot_it_runs():
+def test_a_job_short_of_its_planned_spot_moves_the_shortfall_to_on_demand():
     """The job before took all but two of the market's spot: the second job, running on two
-    spot instances and planned on four, keeps its two (no restart) rather than topping them up
-    with on-demand; a third, running nothing, gets the planned on-demand with the spot left."""
+    spot instances and planned on four, runs the two left topped up with two on-demand; a
+    third, planned on two spot and one on-demand, runs its three on on-demand."""
     first, second = job("a", workload=2.0, n_min=1, n_max=6), job("b", workload=3.0,
                                                                    n_min=2, n_max=4)
     third = job("c", workload=3.0, n_min=2, n_max=4)
-    runs = Allocation(0, 2, 0)
-    obs = observe([JobView(first, 2.0, 0.0, None), JobView(second, 3.0, 0.0, runs),
+    obs = observe([JobView(first, 2.0, 0.0, None), JobView(second, 3.0, 0.0, Allocation(0, 2, 0)),
                    JobView(third, 3.0, 0.0, None)], available=(8,))
     out, left = _repair(obs, {"a": Allocation(0, 6, 0), "b": Allocation(0, 4, 0),
                               "c": Allocation(0, 2, 1)}, False, set())
-    assert out == {"a": Allocation(0, 6, 0), "b": runs, "c": Allocation(0, 0, 2)}
+    assert out == {"a": Allocation(0, 6, 0), "b": Allocation(0, 2, 2), "c": Allocation(0, 0, 3)}
     assert left.tolist() == [0]
 
 

@@ -108,18 +108,23 @@ class PredictionFree:
 
 
 class ThresholdRule:
-    """The rule with its defaults as a planner (:class:`~solver.policies.routing.Planner`):
-    the jobs in the programs' spot order, each on the spot the jobs before it left."""
+    """The rule with safety share ``sigma`` as a planner
+    (:class:`~solver.policies.routing.Planner`), each job on the spot the jobs before it left:
+    in the programs' spot order (:func:`spot_order`) with ``behind_first``, else in the
+    simulator's priority order, as :class:`PredictionFree` decides them, where a job keeps its
+    place from slot to slot and jobs running at a range of counts on one market's spot do not
+    take it from each other's runs."""
 
     name = RULE
 
-    def __init__(self) -> None:
-        self.rule = PredictionFree()
+    def __init__(self, sigma: float = 1.0, behind_first: bool = True) -> None:
+        self.rule = PredictionFree(sigma=sigma)
+        self.behind_first = behind_first
 
     def plan(self, obs: Observation) -> tuple[dict[str, Allocation | None], np.ndarray]:
         left = np.array(obs.availability_now, dtype=np.int64)
         out: dict[str, Allocation | None] = {}
-        for view in spot_order(obs, self.rule):
+        for view in spot_order(obs, self.rule) if self.behind_first else obs.jobs:
             out[view.id] = choice = self.rule.decide_job(obs, view, left)
             claim(left, choice)
         return out, left

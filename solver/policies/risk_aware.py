@@ -9,9 +9,15 @@ is admitted and kept for its life:
   market's program; in several, the cheapest action over the programs of the few markets worth
   it, moves between them priced (restart overhead, transfer time, egress);
 * a fixed-count job that, when admitted, shares a market it may use with another fixed-count
-  job follows the prediction-free rule (:class:`~solver.policies.prediction_free.ThresholdRule`):
-  a program knows the market, not the jobs that will come and take its spot;
-* any other job (an instance range, or one whose markets have no run hazards learned yet) is
+  job follows the prediction-free rule (:class:`~solver.policies.prediction_free.ThresholdRule`,
+  safety share ``sigma``, jobs in the simulator's priority order): a program knows the market,
+  not the jobs that will come and take its spot;
+* a job of an instance range that may use spot follows the same rule when a market it may use
+  usually offers its ``N_max`` instances when it has spot at all
+  (:func:`~solver.policies.routing.roomy`): there spot is taken when it shows up, a reserve of
+  slack kept, rather than planned on one path of a capacity the job shares with others;
+* any other job (an instance range on markets of little spot, or one whose markets have no run
+  hazards learned yet) is
   planned by Committed Horizon Control's window program on the distributions
   (:class:`~solver.policies.forecast_sources.DistributionForecast`: spot only where it is
   ``confidence`` likely, priced with the expected cost of losing it), re-solved every slot, on
@@ -37,7 +43,7 @@ class RiskAware(Composition):
     name = "risk-aware"
     PARAMETERS: ClassVar[dict[str, type]] = {
         "forecast": str, "resolve_hours": float, "window_hours": float, "confidence": float,
-        "solves": int, "markets": int}
+        "solves": int, "markets": int, "sigma": float}
     CONTEXT: ClassVar[tuple[str, ...]] = (
         "data", "source")
 
@@ -49,6 +55,7 @@ class RiskAware(Composition):
         confidence: float = 0.9,
         solves: int = 12,
         markets: int = 3,
+        sigma: float = 0.5,
         data: MarketData | None = None,
         source: ForecastSource | None = None,
     ) -> None:
@@ -61,13 +68,14 @@ class RiskAware(Composition):
         self.confidence = confidence
         self.solves = solves
         self.markets = markets
+        self.sigma = sigma
         super().__init__(
             SingleJobPrograms(source, resolve_hours, None, solves, markets),
             WindowPrograms(window_hours, 1, "decomposed", source, "highs", WINDOW_LIMITS),
-            ThresholdRule())
+            ThresholdRule(sigma, behind_first=False), ranged_rule=True)
 
     def __repr__(self) -> str:
         return (f"RiskAware(resolve_hours={self.resolve_hours}, "
                 f"window_hours={self.window_hours}, confidence={self.confidence}, "
-                f"solves={self.solves}, markets={self.markets}, "
+                f"solves={self.solves}, markets={self.markets}, sigma={self.sigma}, "
                 f"forecast={type(self.forecast).__name__})")

@@ -41,17 +41,21 @@ class Planner(Protocol):
     def plan(self, obs: Observation) -> tuple[dict[str, Allocation | None], np.ndarray]: ...
 
 
-def route(view: JobView, programs: bool, plannable: Callable[[JobView], bool], shared: bool
-          ) -> PlannerName:
+def route(view: JobView, programs: bool, plannable: Callable[[JobView], bool], shared: bool,
+          roomy: Callable[[JobView], bool]) -> PlannerName:
     """The routing table. In a composition with stochastic programs (``programs``), a job at a
     fixed instance count that may use spot (:func:`fixed_count`) goes to the threshold rule when
     a market it may use is ``shared`` with another such job (a program knows the market, not the
     jobs that will come and take its spot), else to the program when ``plannable`` (a market it
     may use has learned run hazards, or forecasts are exact, and the program fits), in one market
-    or several; every other job goes to the window program. A composition without programs sends
-    every job to the window program."""
-    if not programs or not fixed_count(view):
+    or several; a job that may use spot at a range of instance counts goes to the threshold rule
+    when ``roomy`` (:func:`roomy`, in a composition that routes such jobs by it), else to the
+    window program, as does every other job. A composition without programs sends every job to
+    the window program."""
+    if not programs:
         return WINDOW
+    if not fixed_count(view):
+        return RULE if view.job.allow_spot and roomy(view) else WINDOW
     if shared:
         return RULE
     return PROGRAM if plannable(view) else WINDOW
@@ -62,24 +66,46 @@ def fixed_count(view: JobView) -> bool:
     return view.job.n_min == view.job.n_max and view.job.allow_spot
 
 
+ROOMY_SHARE = 0.5
+"""How often a market must offer a job's ``n_max`` spot instances, among its slots with spot at
+all, for :func:`roomy`."""
+
+
+def roomy(obs: Observation, view: JobView) -> bool:
+    """True when a market the job may use offers its ``n_max`` instances in at least
+    :data:`ROOMY_SHARE` of its slots with spot (the outlook's learned capacity levels): spot,
+    when there, is usually enough for the whole job, and the rule's spot-when-there with a
+    reserve of slack beats a window plan betting on a path of capacity the job shares with
+    others (measured on the fine-tune and scarce scenarios, docs/solver.md). A market whose
+    spot is a few instances (a probe trace read as one) is not: there the window program's
+    mixes of spot and on-demand and its cheapest on-demand count win."""
+    return any(outlook.levels.share_at_least(view.job.n_max) >= ROOMY_SHARE
+               for market, outlook in zip(obs.markets, obs.outlooks, strict=True)
+               if view.job.may_use(market.key))
+
+
 class Router:
     """The route of each job, decided by :func:`route` when the job is first seen and kept
     for its life."""
 
-    def __init__(self, programs: bool) -> None:
+    def __init__(self, programs: bool, ranged_rule: bool = False) -> None:
         self.programs = programs
+        self.ranged_rule = ranged_rule
         self._routes: dict[str, PlannerName] = {}
 
     def assign(self, obs: Observation, plannable: Callable[[JobView], bool]
                ) -> Mapping[str, PlannerName]:
         """The route of each job of ``obs`` (new jobs routed now, a market shared when another
-        fixed-count job of ``obs`` may use it); jobs gone are forgotten."""
+        fixed-count job of ``obs`` may use it, a job of an instance range :func:`roomy` on
+        ``obs`` when the router has a ``ranged_rule``); jobs gone are forgotten."""
+        spacious = (lambda v: roomy(obs, v)) if self.ranged_rule else _never
         users = Counter(m.key for v in obs.jobs if fixed_count(v)
                         for m in obs.markets if v.job.may_use(m.key))
         self._routes = {
             v.id: self._routes.get(v.id) or route(
                 v, self.programs, plannable,
-                shared=any(users[m.key] > 1 for m in obs.markets if v.job.may_use(m.key)))
+                shared=any(users[m.key] > 1 for m in obs.markets if v.job.may_use(m.key)),
+                roomy=spacious)
             for v in obs.jobs}
         return self._routes
 
@@ -97,15 +123,17 @@ class ProgramPlanner(Planner, Protocol):
 class Composition:
     """A policy made of planners: each job goes to the planner its route names (the program
     first, then the rule, then the window program, each on the spot the jobs before left);
-    every decision names its planner (:meth:`planner`)."""
+    every decision names its planner (:meth:`planner`). With ``ranged_rule``, a job of an
+    instance range is routed to the rule where :func:`roomy`."""
 
     name: str
 
-    def __init__(self, programs: ProgramPlanner | None, window: Planner, rule: Planner) -> None:
+    def __init__(self, programs: ProgramPlanner | None, window: Planner, rule: Planner,
+                 ranged_rule: bool = False) -> None:
         self.programs = programs
         self.window = window
         self.rule = rule
-        self.router = Router(programs is not None)
+        self.router = Router(programs is not None, ranged_rule)
 
     def decide(self, obs: Observation) -> Decision:
         programs = self.programs

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from solver.job import Allocation
 from solver.observation import JobView, Observation
 from solver.policies import make_policy
-from solver.policies.prediction_free import PredictionFree
+from solver.policies.prediction_free import PredictionFree, ThresholdRule
 from solver.simulator import simulate
 from tests.properties import examples
 from tests.solver.helpers import HOUR, cold_outlooks, flat_data, job, markets
@@ -126,3 +126,27 @@ def test_every_hard_deadline_feasible_on_on_demand_is_met_within_bounds(scenario
         fastest = j.release + j.restart_overhead + HOUR * j.workload / j.throughput(j.n_max)
         if fastest <= j.hard_deadline:
             assert r.hard_deadline_met, (j, r)
+
+
+def test_the_rule_as_a_planner_hands_spot_out_behind_first_or_in_priority_order():
+    """Spot for one job: behind first, the rule gives it to the job it sees behind (later in
+    priority order, holding spot); in priority order, to the first job, which keeps its place."""
+    first = job(id="first", workload=4.0, soft=20 * HOUR, n_min=1, n_max=2)
+    behind = job(id="behind", workload=16.0, soft=10 * HOUR, n_min=1, n_max=2)
+    obs = observe([view(first, remaining=3.0), view(behind, current=Allocation(0, 2, 0))],
+                  available=(2,), time=HOUR)
+    assert PredictionFree().margin(obs, obs.jobs[1]) < 0 <= PredictionFree().margin(
+        obs, obs.jobs[0])
+    plans = {order: ThresholdRule(behind_first=order).plan(obs)[0] for order in (True, False)}
+    assert plans[True]["behind"] == Allocation(0, 2, 0) and plans[True]["first"] is None
+    assert plans[False]["first"] == Allocation(0, 2, 0)
+    assert plans[False]["behind"] == Allocation(0, 0, 2)
+
+
+def test_the_rules_safety_share_as_a_planner():
+    """A smaller safety share spends more of the slack before on-demand: a job a little
+    behind Uniform Progress goes on-demand at sigma 1 and waits for spot at sigma 0.5."""
+    j = job(workload=6.0, soft=10 * HOUR)
+    obs = observe([view(j, remaining=4.0)], available=(0,), time=4 * HOUR)
+    assert ThresholdRule(sigma=1.0).plan(obs)[0]["j"] == OD
+    assert ThresholdRule(sigma=0.5).plan(obs)[0]["j"] is None

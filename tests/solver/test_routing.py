@@ -2,14 +2,16 @@
 
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import solver
 from solver.engine import Engine
+from solver.forecast.levels import LevelModel
 from solver.policies import make_policy
-from solver.policies.routing import PLANNERS, PROGRAM, RULE, WINDOW, Router
+from solver.policies.routing import PLANNERS, PROGRAM, ROOMY_SHARE, RULE, WINDOW, Router
 from tests.solver.helpers import HOUR, flat_data, job, markets
 
 POLICIES = Path(solver.__file__).parent / "policies"
@@ -60,6 +62,34 @@ def test_a_route_is_decided_when_the_job_is_first_seen_and_kept_for_its_life():
     assert router.assign(obs, lambda v: True)["alone"] == PROGRAM
     obs.jobs += _views(job(id="late", allowed_markets=(obs.markets[0].key,)))
     assert dict(router.assign(obs, lambda v: True)) == {"alone": PROGRAM, "late": RULE}
+
+
+def _levels(*shares):
+    """An outlook whose learned capacity levels have ``shares`` (level 1 first)."""
+    return SimpleNamespace(levels=LevelModel(np.array(shares, float), 1, 0.5))
+
+
+def test_a_job_of_an_instance_range_follows_the_rule_where_spot_usually_holds_its_count():
+    """With a ranged rule (risk-aware), a job of an instance range goes to the rule when a
+    market it may use offers its ``n_max`` in at least ROOMY_SHARE of its slots with spot, else
+    to the window program, and keeps its route; without one (chc) it goes to the window."""
+    small, big = job(id="small", n_min=1, n_max=2), job(id="big", n_min=2, n_max=4)
+    obs = SimpleNamespace(markets=tuple(markets(2)), jobs=_views(small, big),
+                          outlooks=(_levels(0.2, 0.3, 0.3, 0.2), _levels(1.0)))
+    assert ROOMY_SHARE <= 0.8 and ROOMY_SHARE > 0.2  # market a: >= 2 in 0.8, >= 4 in 0.2
+    router = Router(programs=True, ranged_rule=True)
+    assert dict(router.assign(obs, lambda v: True)) == {"small": RULE, "big": WINDOW}
+    obs.outlooks = (_levels(0.0, 0.0, 0.0, 1.0), _levels(1.0))
+    assert dict(router.assign(obs, lambda v: True)) == {"small": RULE, "big": WINDOW}  # kept
+    fresh = Router(programs=True, ranged_rule=True)
+    assert dict(fresh.assign(obs, lambda v: True)) == {"small": RULE, "big": RULE}
+    assert dict(Router(programs=True).assign(obs, lambda v: True)) == {
+        "small": WINDOW, "big": WINDOW}
+    # confined to the market of single instances, or without spot: the window program
+    obs.jobs = _views(job(id="confined", n_min=1, n_max=2, allowed_markets=(obs.markets[1].key,)),
+                      job(id="no-spot", n_min=1, n_max=2, allow_spot=False))
+    assert dict(Router(programs=True, ranged_rule=True).assign(obs, lambda v: True)) == {
+        "confined": WINDOW, "no-spot": WINDOW}
 
 
 def _decisions(policy, data, jobs):

@@ -76,9 +76,9 @@ def roomy(obs: Observation, view: JobView) -> bool:
     :data:`ROOMY_SHARE` of its slots with spot (the outlook's learned capacity levels): spot,
     when there, is usually enough for the whole job, and the rule's spot-when-there with a
     reserve of slack beats a window plan betting on a path of capacity the job shares with
-    others (measured on the fine-tune and scarce scenarios, docs/solver.md). A market whose
-    spot is a few instances (a probe trace read as one) is not: there the window program's
-    mixes of spot and on-demand and its cheapest on-demand count win."""
+    others (docs/solver.md). A market whose spot is a few instances (a one-node availability
+    trace) is not: there the window program's mixes of spot and on-demand and its cheapest
+    on-demand count win."""
     return any(outlook.levels.share_at_least(view.job.n_max) >= ROOMY_SHARE
                for market, outlook in zip(obs.markets, obs.outlooks, strict=True)
                if view.job.may_use(market.key))

@@ -165,8 +165,8 @@ def play(spec: PolicySpec, episode: Episode, settings: EvaluationSettings,
     if spec.name == "policy-selection":
         extra = {"selector": selector, "build": _builder(data, settings)}
     policy = _builder(data, settings)(spec, **extra)
-    result = simulate(data, jobs, policy, models=episode.fresh_models(),
-                      until_end=spec.name == "policy-selection", migration=episode.migration)
+    result = simulate(data, jobs, policy, until_end=spec.name == "policy-selection",
+                      tape=episode.outlooks(), migration=episode.migration)
     return list(result.jobs)
 
 

@@ -37,9 +37,11 @@ trains nothing.
 from __future__ import annotations
 
 import copy
+import hashlib
 import math
 import random
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -47,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from solver.forecast.market import MarketForecaster
-from solver.forecast.models import MarketModels
+from solver.forecast.models import MarketModels, OutlookTape
 from solver.job import Job
 from solver.market import SECONDS_PER_HOUR, MarketData, MarketTicks, build_market_data, tick_slots
 from solver.migration import DEFAULT_MIGRATION, MigrationTable
@@ -96,6 +98,8 @@ class ModelHistory:
             raise ValueError(f"starts={list(starts)!r}: expected sorted slot indices")
         self._data = data
         self._starts = tuple(starts)
+        self.key = _digest(data.price, data.availability, np.array(self._starts),
+                           np.array([data.origin, data.slot_seconds]))
         self._latest = MarketModels(len(data.markets), data.origin, data.slot_seconds).forecasters
         self._copies: list[list[MarketForecaster]] = [[] for _ in data.markets]
         self._models: dict[int, MarketModels] = {}
@@ -161,6 +165,8 @@ class TrainedModels:
         self._history = history
         self._k = k
         self._models: MarketModels | None = None
+        self.key = f"{history.key}/{k}"
+        """The same for the same forecasters, wherever they are read."""
 
     def get(self) -> MarketModels:
         """The trained forecasters (copy them before use: they learn in place)."""
@@ -169,10 +175,11 @@ class TrainedModels:
         return self._models
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"models": self.get()}
+        return {"models": self.get(), "key": self.key}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._models = state["models"]
+        self.key = state["key"]
 
 
 def trainings(episodes: Iterable[Episode]) -> list[tuple[ModelHistory, MarketTraining]]:
@@ -204,6 +211,42 @@ class Episode:
     def fresh_models(self) -> MarketModels | None:
         """A copy of the trained forecasters, for one run over the episode."""
         return None if self.models is None else copy.deepcopy(self.models.get())
+
+    def outlooks(self) -> OutlookTape | None:
+        """The outlooks a copy of the trained forecasters makes at each boundary of the
+        window, shared by every run over the same window and forecasters in this process
+        (the :data:`TAPES_KEPT` latest are kept): they do not depend on the policy, so each
+        slot is learned and forecast once, not once per run."""
+        if self.models is None:
+            return None
+        key = (self.models.key, _digest(self.data.price, self.data.availability,
+                                         np.array([self.data.origin])))
+        with _TAPES_LOCK:
+            tape = _TAPES.pop(key, None)
+            if tape is None:
+                tape = OutlookTape(copy.deepcopy(self.models.get()), self.data.price,
+                                   self.data.availability, self.data.origin)
+            _TAPES[key] = tape
+            while len(_TAPES) > TAPES_KEPT:
+                _TAPES.popitem(last=False)
+        return tape
+
+
+TAPES_KEPT = 3
+"""Episodes whose outlooks a process keeps (about 18 MB each for a Can't Be Late window):
+cells are sent out window by window, so a worker reads a few windows at a time."""
+
+_TAPES: OrderedDict[tuple[str, str], OutlookTape] = OrderedDict()
+_TAPES_LOCK = threading.Lock()
+
+
+def _digest(*arrays: np.ndarray) -> str:
+    """A digest of ``arrays``' shapes and values."""
+    digest = hashlib.sha256()
+    for array in arrays:
+        digest.update(repr(array.shape).encode())
+        digest.update(np.ascontiguousarray(array, dtype=float).tobytes())
+    return digest.hexdigest()
 
 
 @dataclass(frozen=True)

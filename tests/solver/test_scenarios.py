@@ -154,3 +154,20 @@ def test_multi_region_windows_by_index_tile_the_trace_and_zones_are_chosen():
         multi_region_cases(ticks, 1, 0, replace(spec, zones=("eu-west-1a",)))
     with pytest.raises(ValueError, match="work plus overhead within the deadline"):
         multi_region_cases(ticks, 1, 0, replace(spec, overhead_hours=1.0))
+
+
+def test_runs_over_a_window_share_the_outlooks_its_forecasters_make_slot_by_slot():
+    spec = CantBeLateSpec(tasks=((2.0, 3.0),), overheads_hours=(0.02, 0.2), window_ticks=80)
+    ticks = probe_ticks(400)
+    cases = cant_be_late_cases(ticks, 2, 0, spec)
+    first, second = cases[0].episodes[0], cases[1].episodes[0]
+    tape = first.outlooks()
+    assert second.outlooks() is tape  # another case over the same window and forecasters
+    assert pickle.loads(pickle.dumps(first)).outlooks() is tape  # as a worker receives it
+    assert cases[0].episodes[1].outlooks() is not tape
+    models = first.fresh_models()
+    for t in (0, 1, 40):
+        made = models.outlooks(first.data.price[:, :t], first.data.availability[:, :t],
+                               first.data.origin).ready()
+        assert repr(tape[t].ready()) == repr(made)
+    assert first.models.get().learned == models.learned - 40  # the trained ones untouched

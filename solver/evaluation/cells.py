@@ -4,8 +4,8 @@ on any worker, and be kept once played.
 A cell is one policy over one episode, or over every episode of a case in order where the
 policy learns across them: ``policy-selection`` keeps one learner per case, and the sensitivity
 study's policy selection also carries its forecast-error monitor from one episode to the next.
-The hindsight optimum is planned per episode. Every run starts from its own copy of the
-episode's trained forecasters (:meth:`~solver.evaluation.scenarios.Episode.fresh_models`) and
+The hindsight optimum is planned per episode. Every run reads the outlooks a copy of the
+episode's trained forecasters makes (:meth:`~solver.evaluation.scenarios.Episode.outlooks`) and
 every seed is the cell's own (a learner's is the evaluation seed, a noisy oracle's the seed
 plus the episode's index), so a cell's result depends on its inputs only; an
 :class:`EvaluationPlan` merges the results in its own order, whatever order they came in.

@@ -217,14 +217,15 @@ class Episode:
         window, shared by every run over the same window and forecasters in this process
         (the :data:`TAPES_KEPT` latest are kept): they do not depend on the policy, so each
         slot is learned and forecast once, not once per run."""
-        if self.models is None:
+        models = self.models
+        if models is None:
             return None
-        key = (self.models.key, _digest(self.data.price, self.data.availability,
+        key = (models.key, _digest(self.data.price, self.data.availability,
                                          np.array([self.data.origin])))
         with _TAPES_LOCK:
             tape = _TAPES.pop(key, None)
             if tape is None:
-                tape = OutlookTape(copy.deepcopy(self.models.get()), self.data.price,
+                tape = OutlookTape(lambda: copy.deepcopy(models.get()), self.data.price,
                                    self.data.availability, self.data.origin)
             _TAPES[key] = tape
             while len(_TAPES) > TAPES_KEPT:

@@ -113,11 +113,12 @@ class _CatchUp:
 
 class OutlookTape:
     """Every market's outlook at every boundary of ``data``'s grid, made once by ``models``
-    (trained on what came before, or fresh) and read by any number of runs over the same
-    data: the forecasts do not depend on the policy."""
+    (trained on what came before, or fresh; or a function making them, called when the first
+    outlook is read) and read by any number of runs over the same data: the forecasts do not
+    depend on the policy."""
 
-    def __init__(self, models: MarketModels, price: np.ndarray, availability: np.ndarray,
-                 origin: float) -> None:
+    def __init__(self, models: MarketModels | Callable[[], MarketModels], price: np.ndarray,
+                 availability: np.ndarray, origin: float) -> None:
         self._models = models
         self._price = price
         self._availability = availability
@@ -126,6 +127,8 @@ class OutlookTape:
 
     def __getitem__(self, slot: int) -> Outlooks:
         """The outlooks at the boundary of ``slot`` (made in slot order, once)."""
+        if not isinstance(self._models, MarketModels):
+            self._models = self._models()
         while len(self._made) <= slot:
             t = len(self._made)
             ready = self._models.outlooks(self._price[:, :t], self._availability[:, :t],

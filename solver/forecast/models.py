@@ -126,7 +126,13 @@ class OutlookTape:
         self._made: list[Outlooks] = []
 
     def __getitem__(self, slot: int) -> Outlooks:
-        """The outlooks at the boundary of ``slot`` (made in slot order, once)."""
+        """The outlooks at the boundary of ``slot``, made (in slot order, once) when one of
+        them is first read: a run that reads none makes none."""
+        if slot < len(self._made):
+            return self._made[slot]
+        return Outlooks(self._price.shape[0], make=lambda market: self._make(slot)[market])
+
+    def _make(self, slot: int) -> Outlooks:
         if not isinstance(self._models, MarketModels):
             self._models = self._models()
         while len(self._made) <= slot:

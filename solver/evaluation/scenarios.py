@@ -220,13 +220,13 @@ class Episode:
         models = self.models
         if models is None:
             return None
-        key = (models.key, _digest(self.data.price, self.data.availability,
-                                         np.array([self.data.origin])))
+        data = self.data
+        key = (models.key, _digest(data.price, data.availability, np.array([data.origin])))
         with _TAPES_LOCK:
             tape = _TAPES.pop(key, None)
             if tape is None:
-                tape = OutlookTape(lambda: copy.deepcopy(models.get()), self.data.price,
-                                   self.data.availability, self.data.origin)
+                tape = OutlookTape(lambda: copy.deepcopy(models.get()), data.price,
+                                   data.availability, data.origin)
             _TAPES[key] = tape
             while len(_TAPES) > TAPES_KEPT:
                 _TAPES.popitem(last=False)

@@ -79,9 +79,8 @@ def roomy(obs: Observation, view: JobView) -> bool:
     others (docs/solver.md). A market whose spot is a few instances (a one-node availability
     trace) is not: there the window program's mixes of spot and on-demand and its cheapest
     on-demand count win."""
-    return any(outlook.levels.share_at_least(view.job.n_max) >= ROOMY_SHARE
-               for market, outlook in zip(obs.markets, obs.outlooks, strict=True)
-               if view.job.may_use(market.key))
+    return any(obs.outlooks[m].levels.share_at_least(view.job.n_max) >= ROOMY_SHARE
+               for m, market in enumerate(obs.markets) if view.job.may_use(market.key))
 
 
 class Router:

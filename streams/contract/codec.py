@@ -18,6 +18,7 @@ from streams.contract.events import (
 )
 from streams.contract.fast_json import dumps as fast_dumps
 from streams.contract.fast_json import loads as fast_loads
+from streams.contract.fast_ticks import read_tick
 from streams.contract.fields import expected, iso
 from streams.contract.v1 import UpgradeError, upgrade
 
@@ -65,7 +66,18 @@ def dump_event(event: Envelope) -> bytes:
 
 
 def parse_event(raw: bytes | str) -> Event:
-    """Decode one event from the wire; raise :class:`EventError` saying what is wrong."""
+    """Decode one event from the wire; raise :class:`EventError` saying what is wrong. Reads
+    what :func:`parse_standard` reads, the plainly valid ticks faster
+    (:mod:`streams.contract.fast_ticks`)."""
+    if type(raw) is bytes and len(raw) <= MAX_EVENT_BYTES:
+        tick = read_tick(raw)
+        if tick is not None:
+            return tick
+    return parse_standard(raw)
+
+
+def parse_standard(raw: bytes | str) -> Event:
+    """Decode one event through its model: the reference reader."""
     data = None
     if type(raw) is bytes and len(raw) <= MAX_EVENT_BYTES:
         data = fast_loads(raw, MAX_NESTING)

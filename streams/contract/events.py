@@ -37,8 +37,10 @@ from streams.contract.fields import (
     EARLIEST_TIME,
     LATEST_TIME,
     MAX_CHECKPOINT_GB,
+    MAX_IDEMPOTENCY_KEY_CHARS,
     MAX_INSTANCES,
     MAX_ITEMS,
+    MAX_KEY_CHARS,
     MAX_OVERHEAD_SECONDS,
     MAX_SECONDS,
     MAX_THROUGHPUT,
@@ -126,10 +128,10 @@ class Envelope(BaseModel):
     """``2.0`` reads as 2, as JSON Schema has it."""
     type: str
     event_time: UtcTime = Field(description="When the event happened (event time, UTC)")
-    key: str = Field("", max_length=256,
+    key: str = Field("", max_length=MAX_KEY_CHARS,
                      description="Kafka message key; derived from the event when empty")
     idempotency_key: str = Field(
-        "", max_length=1024,
+        "", max_length=MAX_IDEMPOTENCY_KEY_CHARS,
         description="Deduplication key, also the CloudEvents id; derived when empty as "
         "'{type}:{key}:{event_time}:{digest}' (docs/contract.md)")
 

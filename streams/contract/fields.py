@@ -66,6 +66,10 @@ REGION_PATTERN = r"^[^/\s]+/[^/\s]+$"
 """A region 'cloud/region'."""
 MAX_COUNT = 2**63 - 1
 """Largest offset or byte count."""
+MAX_KEY_CHARS = 256
+"""Longest market key, and longest Kafka message key an event carries."""
+MAX_IDEMPOTENCY_KEY_CHARS = 1024
+"""Longest idempotency key."""
 
 TIME_EXPECTED = ("a time from 2000-01-01T00:00:00Z to 2100-01-01T00:00:00Z: ISO-8601 with an "
                  "offset (e.g. '2024-05-01T12:00:00Z') or Unix seconds")
@@ -121,8 +125,13 @@ def _as_utc(value: datetime) -> datetime:
     return value
 
 
+def is_market_key(value: str) -> bool:
+    """Whether ``value`` has the four non-empty parts of a market key (its length aside)."""
+    return _MARKET_KEY.fullmatch(value) is not None
+
+
 def _market_key(value: str) -> str:
-    if _MARKET_KEY.fullmatch(value) is None:
+    if not is_market_key(value):
         raise expected("a market key 'cloud/region/zone/instance_type' of four non-empty parts")
     return value
 
@@ -155,7 +164,7 @@ UtcTime = Annotated[
 ]
 MarketKey = Annotated[
     str,
-    Field(max_length=256),
+    Field(max_length=MAX_KEY_CHARS),
     AfterValidator(_market_key),
     Field(
         description="Market key 'cloud/region/zone/instance_type'",

@@ -1,0 +1,151 @@
+"""The fast tick reader reads exactly what the event models read, or declines."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streams.contract import AvailabilityTick, EventError, PriceTick, dump_event, parse_event
+from streams.contract.codec import parse_standard
+from streams.contract.fast_ticks import read_tick
+from streams.contract.fields import MAX_AVAILABLE, MAX_PRICE, MIN_PRICE
+from tests.streams.strategies import available, market_keys, tick_prices, times
+
+offsets = st.integers(-23 * 60, 23 * 60).map(lambda m: timezone(timedelta(minutes=m)))
+odd = st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=4) | st.just([1])
+
+
+def mostly(valid: st.SearchStrategy, invalid: st.SearchStrategy) -> st.SearchStrategy:
+    """``valid`` nine times in ten, else ``invalid`` or something of another type."""
+    return st.integers(0, 9).flatmap(lambda n: valid if n else invalid | odd)
+
+
+wire_times = mostly(
+    st.builds(lambda t, tz: t.astimezone(tz).isoformat(), times, offsets)
+    | times.map(lambda t: t.isoformat().replace("+00:00", "Z")),
+    times.map(lambda t: t.replace(tzinfo=None).isoformat())  # no offset
+    | st.sampled_from(["1999-12-31T23:59:59Z", "2100-01-01T00:00:01Z", "2024-02-30T00:00:00Z",
+                       "0001-01-01T00:00:00+01:00", "2024-05-01 12:00:00+00:00", "now", ""])
+    | st.floats(9.4e8, 4.2e9) | st.integers(9 * 10**8, 42 * 10**8))
+prices = mostly(tick_prices, st.sampled_from([0.0, MIN_PRICE / 2, MAX_PRICE * 2, -1.0, 1e300])
+                | st.integers(0, 20))
+counts = mostly(available, st.sampled_from([-1, MAX_AVAILABLE + 1, 2**70]) | st.floats(0, 10))
+reasons = mostly(st.sampled_from(["obtained", "refused", "preempted", "probe"]) | st.none(),
+                 st.just("lost"))
+markets = mostly(market_keys, st.sampled_from(["a/b/c", "a/b/c/d/e", "a//c/d",
+                                               "x" * 300 + "/b/c/d"]))
+
+
+@st.composite
+def tick_fields(draw: st.DrawFn) -> dict[str, object]:
+    """The fields of a tick as a writer may send them: mostly valid, some of them not."""
+    market = draw(markets)
+    price = draw(st.booleans())
+    kind = "price_tick" if price else "availability_tick"
+    data: dict[str, object] = {
+        "schema_version": draw(mostly(st.just(2), st.sampled_from([1, 2.0, 3]))),
+        "type": draw(mostly(st.just(kind), st.sampled_from(["price_tick", "availability_tick",
+                                                            "job_finished"]))),
+        "event_time": draw(wire_times),
+        "key": draw(mostly(st.just(market), st.just(""))),
+        "idempotency_key": draw(mostly(st.text(min_size=1, max_size=20),
+                                       st.sampled_from(["", "x" * 1025]))),
+        "market": market,
+    }
+    if price:
+        data["spot_price"] = draw(prices)
+        if draw(st.booleans()):
+            data["on_demand_price"] = draw(prices)
+    else:
+        data["available"] = draw(counts)
+        if draw(st.booleans()):
+            data["reason"] = draw(reasons)
+    if draw(st.integers(0, 9)) == 0:
+        for name in draw(st.lists(st.sampled_from(sorted(data)), max_size=2, unique=True)):
+            del data[name]
+    if draw(st.integers(0, 9)) == 0:
+        data[draw(st.sampled_from(["reason", "available", "spot_price", "extra"]))] = 1.5
+    return data
+
+
+def _raw(data: dict[str, object], repeated: str | None) -> bytes:
+    raw = json.dumps(data, ensure_ascii=False).encode()
+    if repeated is not None and repeated in data:
+        raw = raw[:-1] + b", " + json.dumps({repeated: data[repeated]}).encode()[1:]
+    return raw
+
+
+def _same(fast: PriceTick | AvailabilityTick, reference: object) -> None:
+    assert type(fast) is type(reference)
+    assert repr(fast) == repr(reference)  # each value, its type and the time zone
+    assert fast == reference
+    assert fast.model_fields_set == reference.model_fields_set  # type: ignore[attr-defined]
+    assert dump_event(fast) == dump_event(reference)  # type: ignore[arg-type]
+
+
+@given(tick_fields(), st.sampled_from([None, "market", "spot_price", "available", "type"]))
+def test_what_the_fast_reader_reads_is_what_the_models_read(data, repeated):
+    raw = _raw(data, repeated)
+    fast = read_tick(raw)
+    if fast is None:
+        return
+    _same(fast, parse_standard(raw))
+
+
+@given(tick_fields(), st.sampled_from([None, "market", "spot_price", "available"]))
+def test_parse_event_reads_and_refuses_as_the_models_do(data, repeated):
+    raw = _raw(data, repeated)
+    try:
+        reference = parse_standard(raw)
+    except EventError as exc:
+        with pytest.raises(EventError) as refused:
+            parse_event(raw)
+        assert str(refused.value) == str(exc)
+        return
+    _same(parse_event(raw), reference)  # type: ignore[arg-type]
+
+
+@given(times, market_keys, tick_prices, st.none() | tick_prices, available,
+       st.sampled_from([None, "obtained", "refused", "preempted", "probe"]))
+def test_ticks_as_written_take_the_fast_path(time, market, spot, on_demand, count, reason):
+    for tick in (PriceTick(event_time=time, market=market, spot_price=spot,
+                           on_demand_price=on_demand),
+                 AvailabilityTick(event_time=time, market=market, available=count,
+                                  reason=reason)):
+        raw = dump_event(tick)
+        fast = read_tick(raw)
+        assert fast is not None
+        _same(fast, parse_standard(raw))
+        assert fast == tick
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"event_time":"2024-05-01T12:00:00Z","idempotency_key":"i","key":"a/b/c/d",'
+    b'"market":"a/b/c/d","schema_version":2,"spot_price":0.5,"spot_price":0.6,'
+    b'"type":"price_tick"}',  # a repeated field: orjson keeps the last, the models refuse
+    b'{"event_time":"2024-05-01T12:00:00Z","idempotency_key":"i","key":"a/b/c/d",'
+    b'"market":"a\\/b/c/d","schema_version":2,"spot_price":0.5,"type":"price_tick"}',
+    b'{"event_time":"2024-05-01T12:00:00Z","idempotency_key":"","key":"a/b/c/d",'
+    b'"market":"a/b/c/d","schema_version":2,"spot_price":0.5,"type":"price_tick"}',
+    b'{"available":1.0,"event_time":"2024-05-01T12:00:00Z","idempotency_key":"i",'
+    b'"key":"a/b/c/d","market":"a/b/c/d","schema_version":2,"type":"availability_tick"}',
+    b'{"available":true,"event_time":"2024-05-01T12:00:00Z","idempotency_key":"i",'
+    b'"key":"a/b/c/d","market":"a/b/c/d","schema_version":2,"type":"availability_tick"}',
+    b'{"event_time":1714564800,"idempotency_key":"i","key":"a/b/c/d",'
+    b'"market":"a/b/c/d","schema_version":2,"spot_price":0.5,"type":"price_tick"}',
+])
+def test_the_models_read_what_is_not_plainly_valid(raw):
+    assert read_tick(raw) is None
+
+
+def test_a_time_with_an_offset_reads_as_utc():
+    raw = (b'{"event_time":"2024-05-01T14:00:00+02:00","idempotency_key":"i","key":"a/b/c/d",'
+           b'"market":"a/b/c/d","schema_version":2,"spot_price":0.5,"type":"price_tick"}')
+    tick = read_tick(raw)
+    assert tick is not None and tick.event_time == datetime(2024, 5, 1, 12, tzinfo=UTC)
+    assert tick.event_time.tzinfo is UTC
+    _same(tick, parse_standard(raw))

@@ -54,6 +54,7 @@ def worker(
     from streams.kafka.connect import BrokerError
     from streams.kafka.topics import ensure_topics
     from streams.runners.kafka import RateLimitedWorker, create_app
+    from streams.runners.warm_up import warm_up
     from streams.runtime import serve_metrics
 
     settings = command_settings(
@@ -70,6 +71,7 @@ def worker(
         serve_metrics(settings, registry)
     except (ValueError, OSError, BrokerError) as exc:
         fail(exc)
+    warm_up(settings.slot_seconds, settings.policy_spec())
     # What is loaded by now lives as long as the worker: out of the collector's sight, a full
     # collection scans the stages' state alone (with the rest: ~0.1 s, at every epoch or two).
     gc.collect()

@@ -150,6 +150,10 @@ class TimedPolicy:
         return planner_of(self.policy, job_id)
 
 
+_MARKET_TIMED = (PriceTick, AvailabilityTick, MarketBoundary)
+"""The events whose time moves the market event time on (the epoch lag's watermark)."""
+
+
 def _gauge(registry: CollectorRegistry, name: str, doc: str, labels: Sequence[str] = ()
            ) -> Gauge:
     return Gauge(name, doc, labels, registry=registry)
@@ -408,11 +412,24 @@ class PipelineMetrics:
         """``policy`` with its solve time observed in ``spotsched_solve_seconds``."""
         return TimedPolicy(policy, self.solve_seconds)
 
-    def observe(self, stage: str, message: Message, handling: Handling) -> None:
-        """What one message made ``stage`` do."""
-        self.events_consumed.labels(message.topic).inc()
-        if isinstance(handling.event, PriceTick | AvailabilityTick | MarketBoundary):
-            self._advance(handling.event.event_time.timestamp())
+    def observe(self, stage: str, handled: Sequence[tuple[Message, Handling]]) -> None:
+        """What a batch of messages made ``stage`` do: each counter and gauge is updated once
+        for the batch, and each message that wrote, rejected, faulted or decided is looked at."""
+        consumed: dict[str, int] = {}
+        latest = -math.inf
+        for message, handling in handled:
+            consumed[message.topic] = consumed.get(message.topic, 0) + 1
+            event = handling.event
+            if isinstance(event, _MARKET_TIMED):
+                latest = max(latest, event.event_time.timestamp())
+            if handling.faults or handling.rejections or handling.outputs or handling.decided:
+                self._handled(stage, message, handling)
+        for topic, count in consumed.items():
+            self.events_consumed.labels(topic).inc(count)
+        if latest > -math.inf:
+            self._advance(latest)
+
+    def _handled(self, stage: str, message: Message, handling: Handling) -> None:
         for fault in handling.faults:
             self.stage_errors.labels(fault.stage, type(fault.error).__name__).inc()
         for rejected in handling.rejections:

@@ -22,7 +22,7 @@ import contextlib
 import logging
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
 from typing import Any
 
 import faust
@@ -111,8 +111,7 @@ class KafkaRunner:
         self.stages.append(stages)
         if spec.batched:
             async def handle(records: Sequence[ConsumerRecord]) -> list[Awaitable[Any]]:
-                return [d for record in records
-                        for d in await self.process(spec, stages, record_message(record))]
+                return await self.process(spec, stages, map(record_message, records))
 
             consumer = TickConsumer(self.settings, handle, stages, beacon=self.app.beacon)
             self.app.service(consumer)  # type: ignore[arg-type]  # faust annotates App.service for classes; it starts instances too
@@ -122,34 +121,38 @@ class KafkaRunner:
             async with _crash_on_error(self.app, spec.name):
                 async for batch in stream.take_events(BATCH, within=BATCH_WAIT_SECONDS):  # type: ignore[attr-defined]  # faust's StreamT omits take_events, which its Stream has
                     async with stages.batch():
-                        deliveries = []
-                        for event in batch:
-                            message = event_message(event)
-                            assert message.partition is not None and message.offset is not None
-                            if not stages.ready(message.partition, message.offset):
-                                await stages.recover(message.partition, message.offset)
-                            deliveries += await self.process(spec, stages, message)
-                        await asyncio.gather(*deliveries)
+                        await asyncio.gather(*await self.process(
+                            spec, stages, map(event_message, batch)))
                         await stages.checkpoint()
 
         self.app.agent(self._topic(topic), name=f"spotsched.{spec.name}")(agent)
 
     async def process(self, spec: StageSpec, stages: PartitionStages,
-                      message: Message) -> list[Awaitable[Any]]:
-        """One message through its partition's stage (taken before: skipped); returns the
-        deliveries of what it wrote. The outputs go straight to the producer (Faust's
-        ``Topic.send`` costs a future and its callbacks per message, and took 0.2-1.5 s to
-        queue an epoch's 600 decisions that the producer queues in a few milliseconds), and
-        are on their way before the observers look at them."""
-        handling = stages.process(message)
-        if handling is None:
-            return []
+                      messages: Iterable[Message]) -> list[Awaitable[Any]]:
+        """A batch of messages, each through its partition's stage (recovered first when the
+        partition was taken over; a message it took before is skipped); returns the deliveries
+        of what they wrote. The outputs go straight to the producer (Faust's ``Topic.send``
+        costs a future and its callbacks per message, and took 0.2-1.5 s to queue an epoch's
+        600 decisions that the producer queues in a few milliseconds) and are on their way
+        before the observers are told, once, what the batch did."""
         producer = self.app.producer
-        deliveries = [await producer.send(out.topic, out.key, out.value, out.partition, None,
-                                          out.headers)
-                      for out in sends(spec, handling, self.settings.topics, self.partitions)]
+        deliveries = []
+        handled = []
+        for message in messages:
+            assert message.partition is not None and message.offset is not None
+            if not stages.ready(message.partition, message.offset):
+                await stages.recover(message.partition, message.offset)
+            handling = stages.process(message)
+            if handling is None:
+                continue
+            handled.append((message, handling))
+            if handling.outputs or handling.rejections:
+                deliveries += [await producer.send(out.topic, out.key, out.value, out.partition,
+                                                   None, out.headers)
+                               for out in sends(spec, handling, self.settings.topics,
+                                                self.partitions)]
         for observer in self.observers:
-            observer.observe(spec.name, message, handling)
+            observer.observe(spec.name, handled)
         return deliveries
 
     def _topic(self, name: str) -> faust.TopicT:
@@ -161,16 +164,18 @@ class KafkaRunner:
 class HandlingLog:
     """Logs what went wrong with a message: stage errors, faults and dead letters."""
 
-    def observe(self, stage: str, message: Message, handling: Handling) -> None:
-        for fault in handling.faults:
-            log.error("stage %s: %s: %s", fault.stage, type(fault.error).__name__, fault.error)
-        for rejected in handling.rejections:
-            letter = dead_letter(rejected)
-            where = f"{letter.source_topic}[{letter.partition}]@{letter.offset}"
-            if is_stage_error(rejected.error):
-                log.error("stage %s raised %s on %s: %s", stage, type(rejected.error).__name__,
-                          where, letter.reason)
-            log.warning("dead letter from %s: %s", where, letter.reason)
+    def observe(self, stage: str, handled: Sequence[tuple[Message, Handling]]) -> None:
+        for _, handling in handled:
+            for fault in handling.faults:
+                log.error("stage %s: %s: %s", fault.stage, type(fault.error).__name__,
+                          fault.error)
+            for rejected in handling.rejections:
+                letter = dead_letter(rejected)
+                where = f"{letter.source_topic}[{letter.partition}]@{letter.offset}"
+                if is_stage_error(rejected.error):
+                    log.error("stage %s raised %s on %s: %s", stage,
+                              type(rejected.error).__name__, where, letter.reason)
+                log.warning("dead letter from %s: %s", where, letter.reason)
 
 
 def event_message(event: faust.EventT) -> Message:

@@ -44,9 +44,10 @@ E = TypeVar("E", bound=Envelope)
 
 
 class Observer(Protocol):
-    """Watches what each message made a stage do (e.g. :class:`streams.metrics.PipelineMetrics`)."""
+    """Watches what each message made a stage do (e.g. :class:`streams.metrics.PipelineMetrics`),
+    told once per batch of messages."""
 
-    def observe(self, stage: str, message: Message, handling: Handling) -> None: ...
+    def observe(self, stage: str, handled: Sequence[tuple[Message, Handling]]) -> None: ...
 
 
 class MemoryPipeline:
@@ -86,7 +87,7 @@ class MemoryPipeline:
             spec = self.stages[message.topic]
             handling = self.drivers[message.topic, message.partition].process(message)
             for observer in self.observers:
-                observer.observe(spec.name, message, handling)
+                observer.observe(spec.name, ((message, handling),))
             self.faults.extend(handling.faults)
             for out in sends(spec, handling, self.topics, self.partitions):
                 self._enqueue(out.topic, out.partition, out.key, out.value)

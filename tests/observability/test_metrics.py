@@ -187,7 +187,8 @@ def test_dead_letters_count_by_topic_and_kind():
 
     def reject(topic: str, error: Exception) -> None:
         message = Message(topic, b"x", b"k", 0, 0)
-        metrics.observe("scheduler", message, Handling(rejections=[Rejection(message, error)]))
+        metrics.observe("scheduler",
+                        [(message, Handling(rejections=[Rejection(message, error)]))])
 
     reject("a", EventError("bad"))
     reject("a", RejectedEvent("late"))
@@ -252,3 +253,39 @@ def test_decisions_that_move_a_checkpoint_say_so_and_are_counted():
     assert counted == len(moves)
     assert registry.get_sample_value("spotsched_egress_usd_total") == pytest.approx(
         sum(d.market_view.move_egress_usd for d in moves))
+
+
+def test_a_batch_leaves_the_figures_its_messages_leave_one_at_a_time(market):
+    ticks, data = market
+    jobs = generate_jobs(data, 4, WorkloadSpec(seed=1))
+    handled: list[tuple[str, Message, Handling]] = []
+
+    class Kept:
+        def observe(self, stage: str, batch) -> None:
+            handled.extend((stage, message, handling) for message, handling in batch)
+
+    pipeline = MemoryPipeline(PipelineConfig(data.markets, H, PolicySpec("greedy")),
+                              observers=[Kept()])
+    for event in sorted(trace_events(ticks, jobs),
+                        key=lambda e: (e.event_time, not isinstance(e, JobSubmitted))):
+        topic = (pipeline.topics.job_events if isinstance(event, JobSubmitted)
+                 else pipeline.topics.market_ticks)
+        pipeline.send(topic, dump_event(event), event.key.encode())
+
+    def figures(batch: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        registry = CollectorRegistry()
+        clock = itertools.count(1000.0)
+        metrics = PipelineMetrics(registry, markets=[m.key for m in data.markets],
+                                  topics=(pipeline.topics.market_ticks,), slot_seconds=H,
+                                  started=0.0, clock=lambda: next(clock))
+        for stage, run in itertools.groupby(handled, key=lambda kept: kept[0]):
+            messages = [(message, handling) for _, message, handling in run]
+            for at in range(0, len(messages), batch):
+                metrics.observe(stage, messages[at:at + batch])
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value
+                for family in registry.collect() for s in family.samples
+                if not s.name.endswith("_created")}
+
+    one_at_a_time = figures(1)
+    assert one_at_a_time[("spotsched_decisions_emitted_total", ())] == len(pipeline.decisions) > 0
+    assert figures(500) == one_at_a_time

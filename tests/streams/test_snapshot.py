@@ -10,6 +10,7 @@ import pickle
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -58,9 +59,10 @@ class Recorded:
     def __init__(self) -> None:
         self.log: defaultdict[tuple[str, int], list[tuple[Message, Handling]]] = defaultdict(list)
 
-    def observe(self, stage: str, message: Message, handling: Handling) -> None:
-        assert message.partition is not None
-        self.log[stage, message.partition].append((message, handling))
+    def observe(self, stage: str, handled: Sequence[tuple[Message, Handling]]) -> None:
+        for message, handling in handled:
+            assert message.partition is not None
+            self.log[stage, message.partition].append((message, handling))
 
 
 def run(config: PipelineConfig, job_partitions: int = 2) -> Recorded:

@@ -40,15 +40,22 @@ def loads(raw: bytes, max_nesting: int) -> dict[str, Any] | None:
             or (len(raw) > 2 * MAX_CONTAINERS  # too short to open more
                 and raw.count(b"[") + raw.count(b"{") > MAX_CONTAINERS)):
         return None
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    if type(data) is not dict:
+    data = orjson_object(raw)
+    if data is None:
         return None
     strings = _strings(data, max_nesting)
     # Without escapes every '"' delimits a string: a field orjson dropped leaves more of them.
     return data if strings is not None and raw.count(b'"') == 2 * strings else None
+
+
+def orjson_object(raw: bytes) -> dict[str, Any] | None:
+    """What orjson reads of ``raw`` when it is a JSON object (its fields are still to be
+    checked as :func:`loads` says); otherwise ``None``."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return data if type(data) is dict else None
 
 
 def _strings(data: dict[str, Any], max_nesting: int) -> int | None:

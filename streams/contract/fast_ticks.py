@@ -16,9 +16,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, get_args
 
-import orjson
-
 from streams.contract.events import AvailabilityReason, AvailabilityTick, PriceTick
+from streams.contract.fast_json import orjson_object
 from streams.contract.fields import (
     EARLIEST_TIME,
     LATEST_TIME,
@@ -54,11 +53,8 @@ def read_tick(raw: bytes) -> Tick | None:
     (module doc); otherwise ``None``."""
     if b'_tick"' not in raw or b"\\" in raw:
         return None
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    if type(data) is not dict:
+    data = orjson_object(raw)
+    if data is None:
         return None
     kind = data.get("type")
     cls = _CLASSES.get(kind) if type(kind) is str else None

@@ -14,7 +14,7 @@ read and what is refused, and why, stay those of the event models.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, get_args
+from typing import get_args
 
 from streams.contract.events import AvailabilityReason, AvailabilityTick, PriceTick
 from streams.contract.fast_json import orjson_object
@@ -31,15 +31,9 @@ from streams.contract.fields import (
 
 Tick = PriceTick | AvailabilityTick
 
-_REQUIRED: dict[type[Tick], frozenset[str]] = {
-    PriceTick: frozenset({"schema_version", "type", "event_time", "key", "idempotency_key",
-                          "market", "spot_price"}),
-    AvailabilityTick: frozenset({"schema_version", "type", "event_time", "key",
-                                 "idempotency_key", "market", "available"}),
-}
-_CLASSES: dict[str, type[Tick]] = {"price_tick": PriceTick,
-                                   "availability_tick": AvailabilityTick}
-_FIELDS = {cls: frozenset(cls.model_fields) for cls in _REQUIRED}
+_ENVELOPE = ("type", "schema_version", "event_time", "key", "idempotency_key", "market")
+"""The fields every tick read here carries, with its own (``spot_price``, ``available``)."""
+_OPTIONAL: dict[type[Tick], str] = {PriceTick: "on_demand_price", AvailabilityTick: "reason"}
 _REASONS = frozenset(get_args(AvailabilityReason))
 _ENVELOPE_STRINGS = 5
 """String values of a valid tick besides its reason: type, event_time, key, idempotency_key,
@@ -56,46 +50,46 @@ def read_tick(raw: bytes) -> Tick | None:
     data = orjson_object(raw)
     if data is None:
         return None
-    kind = data.get("type")
-    cls = _CLASSES.get(kind) if type(kind) is str else None
-    if cls is None or not _REQUIRED[cls] <= data.keys() <= _FIELDS[cls]:
-        return None
-    time = _utc_time(data["event_time"])
-    if time is None or not _envelope(data):
-        return None
-    if cls is PriceTick:
-        if not (_price(data["spot_price"]) and _optional_price(data.get("on_demand_price"))):
+    try:
+        kind, version, time, key, idempotency_key, market = map(data.__getitem__, _ENVELOPE)
+        if kind == "price_tick":
+            cls: type[Tick] = PriceTick
+            spot, on_demand = data["spot_price"], data.get("on_demand_price")
+            valid = _price(spot) and (on_demand is None or _price(on_demand))
+            own: dict[str, object] = {"spot_price": spot, "on_demand_price": on_demand}
+            strings = _ENVELOPE_STRINGS
+        elif kind == "availability_tick":
+            cls = AvailabilityTick
+            available, reason = data["available"], data.get("reason")
+            valid = (type(available) is int and 0 <= available <= MAX_AVAILABLE
+                     and (reason is None or (type(reason) is str and reason in _REASONS)))
+            own = {"available": available, "reason": reason}
+            strings = _ENVELOPE_STRINGS + (reason is not None)
+        else:
             return None
-        values = {"schema_version": 2, "type": kind, "event_time": time, "key": data["key"],
-                  "idempotency_key": data["idempotency_key"], "market": data["market"],
-                  "spot_price": data["spot_price"],
-                  "on_demand_price": data.get("on_demand_price")}
-        strings = _ENVELOPE_STRINGS
-    else:
-        available, reason = data["available"], data.get("reason")
-        if (type(available) is not int or not 0 <= available <= MAX_AVAILABLE
-                or (reason is not None and (type(reason) is not str or reason not in _REASONS))):
-            return None
-        values = {"schema_version": 2, "type": kind, "event_time": time, "key": data["key"],
-                  "idempotency_key": data["idempotency_key"], "market": data["market"],
-                  "available": available, "reason": reason}
-        strings = _ENVELOPE_STRINGS + (reason is not None)
-    # Without escapes every '"' delimits a string (field names and the string values, now
-    # checked): a repeated field, which orjson reads as its last, leaves more of them.
-    if raw.count(b'"') != 2 * (len(data) + strings):
+    except KeyError:  # a field missing
+        return None
+    # Every field is one of the class's (the count), and without escapes every '"' delimits a
+    # string (the field names and the string values, now checked): a repeated field, which
+    # orjson reads as its last, leaves more of them.
+    if (not valid or len(data) != len(_ENVELOPE) + 1 + (_OPTIONAL[cls] in data)
+            or raw.count(b'"') != 2 * (len(data) + strings)
+            or not _envelope(version, market, key, idempotency_key)):
+        return None
+    time = _utc_time(time)
+    if time is None:
         return None
     tick = _new(cls)
-    _set(tick, "__dict__", values)
+    _set(tick, "__dict__", {"schema_version": 2, "type": kind, "event_time": time, "key": key,
+                            "idempotency_key": idempotency_key, "market": market, **own})
     _set(tick, "__pydantic_fields_set__", set(data))
     _set(tick, "__pydantic_extra__", None)
     _set(tick, "__pydantic_private__", None)
     return tick
 
 
-def _envelope(data: dict[str, Any]) -> bool:
+def _envelope(version: object, market: object, key: object, idempotency_key: object) -> bool:
     """Whether the version, the keys and the market are plainly valid."""
-    version, market, key, idempotency_key = (data["schema_version"], data["market"], data["key"],
-                                             data["idempotency_key"])
     return (type(version) is int and version == 2 and type(market) is str
             and len(market) <= MAX_KEY_CHARS and is_market_key(market) and key == market
             and type(idempotency_key) is str
@@ -118,7 +112,3 @@ def _utc_time(value: object) -> datetime | None:
 
 def _price(value: object) -> bool:
     return type(value) is float and MIN_PRICE <= value <= MAX_PRICE
-
-
-def _optional_price(value: object) -> bool:
-    return value is None or _price(value)

@@ -6,6 +6,11 @@ scheduler partition: a scheduler plans the epoch on exactly the forecasts the ma
 made. Its state depends only on what each market reported, never on the order in which reports
 of different markets arrive, so every interleaving of the market-ticks partitions closes the
 same epochs.
+
+It reads a forecast's envelope only (:func:`read_forecast_envelope`) and relays the message's
+bytes as they came: the schedulers read the outlook, and reject a forecast whose outlook they
+cannot read (planning on their engine's own forecast of that market, as for a forecast that
+never came).
 """
 
 from __future__ import annotations
@@ -13,10 +18,26 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+
+from pydantic import ValidationError
 
 from solver.market import Market
-from streams.contract import EpochClosed, MarketBoundary, PublishedForecast
-from streams.pipeline.stage import Message, RejectedEvent, StageOutput, epoch_index
+from streams.contract import (
+    MAX_EVENT_BYTES,
+    MAX_NESTING,
+    SCHEMA_VERSION,
+    EpochClosed,
+    Event,
+    EventError,
+    MarketBoundary,
+    PublishedForecast,
+    dump_event,
+    parse_event,
+)
+from streams.contract.codec import describe_validation_error
+from streams.contract.fast_json import loads as fast_loads
+from streams.pipeline.stage import Message, RejectedEvent, Relayed, StageOutput, epoch_index
 
 MAX_OPEN_BOUNDARIES = 100_000
 """Boundaries reported by some markets and not yet by all that the coordinator keeps."""
@@ -39,20 +60,26 @@ class EpochCoordinator:
         self.last_boundary: float | None = None
         self._open: dict[float, _Open] = {}
 
+    @staticmethod
+    def decode(raw: bytes) -> Event:
+        return read_forecast_envelope(raw)
+
     def handle(self, report: MarketBoundary | PublishedForecast,
                message: Message | None = None) -> list[StageOutput]:
         boundary = report.event_time.timestamp()
         self._check(report, boundary)
         if self.last_boundary is not None and boundary <= self.last_boundary:
             return []  # already closed: a re-delivery
-        held = self._open.setdefault(boundary, _Open())
+        held = self._open.setdefault(boundary, _Open(report.event_time))
         if isinstance(report, PublishedForecast):
-            held.forecasts[report.market] = report
+            value = message.value if message is not None else None
+            held.forecasts[report.market] = Relayed(report, value or dump_event(report))
             return []
-        held.reports[report.market] = report
+        held.reports[report.market] = (report.price, report.availability, report.price_now,
+                                       report.availability_now)
         if len(held.reports) < len(self.markets):
             return []
-        epoch = self._epoch(boundary, [held.reports[key] for key in self.markets])
+        epoch = self._epoch(held, [held.reports[key] for key in self.markets])
         self.last_boundary = boundary
         self._open = {b: o for b, o in self._open.items() if b > boundary}
         return [*(held.forecasts[key] for key in self.markets if key in held.forecasts), epoch]
@@ -74,25 +101,48 @@ class EpochCoordinator:
                 f"event_time={report.event_time.isoformat()}: {MAX_OPEN_BOUNDARIES:,} "
                 "boundaries already wait for other markets; expected markets to tick together")
 
-    def _epoch(self, boundary: float, ordered: list[MarketBoundary]) -> EpochClosed:
+    def _epoch(self, held: _Open, ordered: list[_Report]) -> EpochClosed:
         first = self.last_boundary is None
         return EpochClosed(
-            event_time=ordered[0].event_time,
-            epoch=epoch_index(boundary, self.slot_seconds),
+            event_time=held.event_time,
+            epoch=epoch_index(held.event_time.timestamp(), self.slot_seconds),
             slot_seconds=self.slot_seconds,
             markets=self.markets,
             price=None if first else tuple(
-                r.price_now if r.price is None else r.price for r in ordered),
+                now if price is None else price for price, _, now, _ in ordered),
             availability=None if first else tuple(
-                0 if r.availability is None else r.availability for r in ordered),
-            price_now=tuple(r.price_now for r in ordered),
-            availability_now=tuple(r.availability_now for r in ordered),
+                0 if available is None else available for _, available, _, _ in ordered),
+            price_now=tuple(now for _, _, now, _ in ordered),
+            availability_now=tuple(now for _, _, _, now in ordered),
         )
+
+
+_Report = tuple[float | None, int | None, float, int]
+"""A market's report of a boundary: the closed slot's price and availability (``None`` when
+its ticks did not cover it), and those in force at the boundary."""
 
 
 @dataclass
 class _Open:
     """What the markets reported of a boundary not yet closed."""
 
-    reports: dict[str, MarketBoundary] = field(default_factory=dict)
-    forecasts: dict[str, PublishedForecast] = field(default_factory=dict)
+    event_time: datetime
+    reports: dict[str, _Report] = field(default_factory=dict)
+    forecasts: dict[str, Relayed] = field(default_factory=dict)
+
+
+def read_forecast_envelope(raw: bytes) -> Event:
+    """The event of ``raw``; a market forecast of this schema version without its outlook
+    (set to ``None``: the coordinator relays the bytes and the schedulers read it). Anything
+    else, and a message the fast reader leaves to the codec, is read in full
+    (:func:`~streams.contract.parse_event`)."""
+    data = fast_loads(raw, MAX_NESTING) if (type(raw) is bytes
+                                            and len(raw) <= MAX_EVENT_BYTES) else None
+    if (data is None or data.get("type") != "market_forecast"
+            or type(data.get("schema_version")) is not int
+            or data["schema_version"] != SCHEMA_VERSION):
+        return parse_event(raw)
+    try:
+        return PublishedForecast.model_validate({**data, "outlook": None})
+    except ValidationError as exc:
+        raise EventError(describe_validation_error(exc)) from exc

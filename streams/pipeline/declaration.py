@@ -44,7 +44,7 @@ from streams.pipeline.coordinator import EpochCoordinator
 from streams.pipeline.driver import Handling, dead_letter
 from streams.pipeline.market_stage import DEFAULT_MAX_FUTURE_SKEW_SECONDS, MarketStage
 from streams.pipeline.scheduler import PartitionScheduler
-from streams.pipeline.stage import AnyStage
+from streams.pipeline.stage import AnyStage, Relayed, encoded
 from streams.settings import Settings, Topics
 
 FOREVER = -1
@@ -194,18 +194,20 @@ def sends(spec: StageSpec, handling: Handling, topics: Topics,
           partitions: Mapping[str, int]) -> Iterator[Send]:
     """Every message ``handling`` writes, by ``spec``'s routes (``partitions``: each topic's
     partition count by name); rejected messages go to the dead letters."""
-    for event in handling.outputs:
-        yield from _routed(event, spec.name, [
+    for output in handling.outputs:
+        event = output.event if isinstance(output, Relayed) else output
+        yield from _routed(event, encoded(output), spec.name, [
             (getattr(topics, route.topic), route.fan_out) for route in spec.targets(event)],
             partitions)
     for rejected in handling.rejections:
-        yield from _routed(dead_letter(rejected), spec.name,
+        letter = dead_letter(rejected)
+        yield from _routed(letter, dump_event(letter), spec.name,
                            [(getattr(topics, DEAD_LETTERS), False)], partitions)
 
 
-def _routed(event: Envelope, stage: str, targets: Sequence[tuple[str, bool]],
+def _routed(event: Envelope, value: bytes, stage: str, targets: Sequence[tuple[str, bool]],
             partitions: Mapping[str, int]) -> Iterator[Send]:
-    value, key = dump_event(event), event.key.encode()
+    key = event.key.encode()
     headers = cloud_event_headers(event, source(stage))
     for topic, fan_out in targets:
         count = partitions[topic]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from solver.decision import SlotDecision
 from streams.contract import DeadLetter, Envelope, EventError, key_mismatch, parse_event
-from streams.pipeline.stage import AnyStage, Fault, Message, RejectedEvent, Rejection
+from streams.pipeline.stage import AnyStage, Fault, Message, RejectedEvent, Rejection, Relayed
 
 
 @dataclass
@@ -22,7 +22,7 @@ class Handling:
 
     event: Envelope | None = None
     """The decoded message, when the stage took it."""
-    outputs: list[Envelope] = field(default_factory=list)
+    outputs: list[Envelope | Relayed] = field(default_factory=list)
     rejections: list[Rejection] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     decided: list[SlotDecision] = field(default_factory=list)
@@ -55,7 +55,7 @@ class Driver:
     def _decode(self, message: Message) -> Envelope:
         if message.value is None:
             raise EventError("the message has no value (a tombstone): expected an event")
-        event = parse_event(message.value)
+        event = getattr(self.stage, "decode", parse_event)(message.value)
         accepts = self.stage.accepts
         if not isinstance(event, accepts):
             raise RejectedEvent(

@@ -70,7 +70,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     "streams.pipeline.market_stage": ("MarketStage", "_Candidate", "_MarketClock"),
     "streams.pipeline.outlooks": ("PendingForecasts",),
     "streams.pipeline.scheduler": ("PartitionScheduler",),
-    "streams.pipeline.stage": ("Message",),
+    "streams.pipeline.stage": ("Message", "Relayed"),
 }
 
 ALLOWED: frozenset[tuple[str, str]] = frozenset(

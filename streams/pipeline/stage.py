@@ -2,10 +2,13 @@
 of messages (the dead letters to write), faults (errors that reject no message) and the
 engine's slot decisions (for the metrics).
 
-A stage's ``handle(event, message)`` returns events to publish, :class:`Rejection` s — of the
-message in hand or of an earlier one the stage had kept (a job event waiting for its epoch, a
-market tick on a clock that lost) — :class:`Fault` s and :class:`~solver.decision.SlotDecision`
-s. Anything it raises rejects the message in hand (:mod:`streams.pipeline.driver`).
+A stage's ``handle(event, message)`` returns events to publish (or :class:`Relayed` ones as
+they came in), :class:`Rejection` s — of the message in hand or of an earlier one the stage had
+kept (a job event waiting for its epoch, a market tick on a clock that lost) — :class:`Fault` s
+and :class:`~solver.decision.SlotDecision` s. Anything it raises rejects the message in hand
+(:mod:`streams.pipeline.driver`). A stage may read its messages itself (a ``decode(value)``
+method, e.g. to skip what it only relays); the driver uses :func:`~streams.contract.parse_event`
+otherwise.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from solver.decision import SlotDecision
-from streams.contract import Envelope
+from streams.contract import Envelope, dump_event
 
 
 class RejectedEvent(ValueError):
@@ -52,7 +55,21 @@ class Fault:
     error: Exception
 
 
-StageOutput = Envelope | Rejection | Fault | SlotDecision
+@dataclass(frozen=True, slots=True)
+class Relayed:
+    """An event a stage passes on as the bytes it came in: written verbatim, so the stage
+    reads no more of it than it needs (``event``) and does not encode it again."""
+
+    event: Envelope
+    value: bytes
+
+
+def encoded(output: Envelope | Relayed) -> bytes:
+    """The bytes an output is written as."""
+    return output.value if isinstance(output, Relayed) else dump_event(output)
+
+
+StageOutput = Envelope | Relayed | Rejection | Fault | SlotDecision
 
 
 E = TypeVar("E", bound=Envelope)

@@ -37,7 +37,7 @@ from streams.pipeline.snapshot import (
     restore,
     seal,
 )
-from streams.pipeline.stage import Message
+from streams.pipeline.stage import Message, encoded
 from streams.replay import trace_events
 from streams.runners.memory import MemoryPipeline
 
@@ -79,7 +79,7 @@ def run(config: PipelineConfig, job_partitions: int = 2) -> Recorded:
 
 def made(handling: Handling) -> tuple:
     """What a message made a stage do, comparable across runs."""
-    return ([dump_event(e) for e in handling.outputs],
+    return ([encoded(e) for e in handling.outputs],
             [(r.message.offset, str(r.error)) for r in handling.rejections],
             [(f.stage, str(f.error)) for f in handling.faults], len(handling.decided))
 

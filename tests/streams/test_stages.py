@@ -3,6 +3,7 @@ order independence of the coordinator and the scheduler."""
 
 import dataclasses
 import itertools
+import json
 import math
 
 import pytest
@@ -28,7 +29,8 @@ from streams.contract import (
 )
 from streams.pipeline import EpochCoordinator, MarketStage, PartitionScheduler, RejectedEvent
 from streams.pipeline.market_stage import MAX_BOUNDARIES_PER_TICK
-from streams.pipeline.stage import Fault, Message, Rejection, first_boundary
+from streams.pipeline.driver import Driver
+from streams.pipeline.stage import Fault, Message, Rejection, Relayed, first_boundary
 from streams.replay import submission, trace_events
 from tests.properties import examples
 
@@ -346,3 +348,31 @@ def test_reports_the_coordinator_cannot_use_are_rejected_and_change_nothing(mark
     with pytest.raises(RejectedEvent, match=message):
         coordinator.handle(MarketBoundary(**{**base, **changes}))
     assert coordinator._open == {} and coordinator.last_boundary is None
+
+
+def test_the_coordinator_relays_forecasts_as_they_came_and_schedulers_read_them(market):
+    ticks, data, _ = market
+    stage = MarketStage(data.markets, SLOT)
+    reports = [r for t in trace_events(ticks, []) for r in stage.handle(t)
+               if isinstance(r, PublishedForecast | MarketBoundary)]
+    forecasts = [r for r in reports if isinstance(r, PublishedForecast)]
+    unreadable = json.loads(dump_event(forecasts[0]))
+    unreadable["outlook"]["price"] = "no quantiles"
+    wire = {id(forecasts[0]): json.dumps(unreadable).encode()}
+    coordinator, relayed = Driver(EpochCoordinator(data.markets, SLOT)), []
+    for offset, report in enumerate(reports):
+        handling = coordinator.process(Message("b", wire.get(id(report), dump_event(report)),
+                                               report.key.encode(), 0, offset))
+        assert not handling.rejections
+        relayed += [out for out in handling.outputs if isinstance(out, Relayed)]
+    closed = coordinator.stage.last_boundary
+    order = [m.key for m in data.markets]
+    assert [r.value for r in relayed] == [
+        wire.get(id(f), dump_event(f)) for f in sorted(
+            forecasts, key=lambda f: (f.event_time, order.index(f.market)))
+        if f.event_time.timestamp() <= closed]
+    scheduler = Driver(PartitionScheduler(data.markets, SLOT, lambda: make_policy("greedy")))
+    (rejected,) = scheduler.process(Message("j", relayed[0].value, b"", 0, 0)).rejections
+    assert "outlook" in str(rejected.error)
+    assert not scheduler.process(Message("j", relayed[1].value, relayed[1].event.key.encode(),
+                                         0, 1)).rejections

@@ -53,6 +53,7 @@ def worker(
 
     from streams.kafka.connect import BrokerError
     from streams.kafka.topics import ensure_topics
+    from streams.runners.collector import defer_full_collections
     from streams.runners.kafka import RateLimitedWorker, create_app
     from streams.runners.warm_up import warm_up
     from streams.runtime import serve_metrics
@@ -73,7 +74,8 @@ def worker(
         fail(exc)
     warm_up(settings.slot_seconds, settings.policy_spec())
     # What is loaded by now lives as long as the worker: out of the collector's sight, a full
-    # collection scans the stages' state alone (with the rest: ~0.1 s, at every epoch or two).
+    # collection scans the stages' state alone, and runs where it delays no decision.
     gc.collect()
     gc.freeze()
+    defer_full_collections()
     RateLimitedWorker(faust_app, loglevel=log_level, quiet=True).execute_from_commandline()

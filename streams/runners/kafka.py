@@ -42,6 +42,7 @@ from streams.pipeline.declaration import (
 )
 from streams.pipeline.driver import Handling, dead_letter, is_stage_error
 from streams.pipeline.stage import Message
+from streams.runners.collector import QuietCollector
 from streams.runners.memory import Observer
 from streams.runners.recovery import PartitionStages, record_message
 from streams.runners.tick_consumer import TickConsumer
@@ -79,7 +80,9 @@ def create_app(settings: Settings, registry: CollectorRegistry | None = None) ->
     config = PipelineConfig(catalogue, settings.slot_seconds, settings.policy_spec(),
                             settings.max_future_skew_seconds, timed=metrics.timed)
     state = KafkaState(settings)
-    runner = KafkaRunner(app, settings, config, state, metrics, (metrics, HandlingLog()))
+    collector = QuietCollector()
+    runner = KafkaRunner(app, settings, config, state, metrics,
+                         (metrics, HandlingLog(), collector), collector)
     app.service(_StateClients(state, runner.stages, beacon=app.beacon))  # type: ignore[arg-type]  # faust annotates App.service for classes; it starts instances too
     for spec in PIPELINE:
         runner.run(spec)
@@ -92,10 +95,13 @@ class KafkaRunner:
 
     def __init__(self, app: faust.App, settings: Settings, config: PipelineConfig,
                  state: KafkaState, metrics: PipelineMetrics,
-                 observers: Sequence[Observer]) -> None:
+                 observers: Sequence[Observer], collector: QuietCollector | None = None
+                 ) -> None:
         self.app, self.settings, self.config = app, settings, config
         self.state, self.metrics = state, metrics
         self.observers = tuple(observers)
+        self.collector = collector
+        """Told when each batch is delivered (full garbage collections then)."""
         self.partitions = partition_counts(settings_topics(settings))
         self._topics: dict[str, faust.TopicT] = {}
         self.stages: list[PartitionStages] = []
@@ -111,6 +117,7 @@ class KafkaRunner:
         self.stages.append(stages)
         if spec.batched:
             async def handle(records: Sequence[ConsumerRecord]) -> list[Awaitable[Any]]:
+                self._delivered()  # the batch before: its deliveries are awaited by now
                 return await self.process(spec, stages, map(record_message, records))
 
             consumer = TickConsumer(self.settings, handle, stages, beacon=self.app.beacon)
@@ -124,6 +131,7 @@ class KafkaRunner:
                         await asyncio.gather(*await self.process(
                             spec, stages, map(event_message, batch)))
                         await stages.checkpoint()
+                    self._delivered()
 
         self.app.agent(self._topic(topic), name=f"spotsched.{spec.name}")(agent)
 
@@ -154,6 +162,10 @@ class KafkaRunner:
         for observer in self.observers:
             observer.observe(spec.name, handled)
         return deliveries
+
+    def _delivered(self) -> None:
+        if self.collector is not None:
+            self.collector.delivered()
 
     def _topic(self, name: str) -> faust.TopicT:
         if name not in self._topics:

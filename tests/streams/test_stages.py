@@ -28,8 +28,8 @@ from streams.contract import (
     dump_event,
 )
 from streams.pipeline import EpochCoordinator, MarketStage, PartitionScheduler, RejectedEvent
-from streams.pipeline.market_stage import MAX_BOUNDARIES_PER_TICK
 from streams.pipeline.driver import Driver
+from streams.pipeline.market_stage import MAX_BOUNDARIES_PER_TICK
 from streams.pipeline.stage import Fault, Message, Rejection, Relayed, first_boundary
 from streams.replay import submission, trace_events
 from tests.properties import examples

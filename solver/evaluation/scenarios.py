@@ -37,7 +37,6 @@ trains nothing.
 from __future__ import annotations
 
 import copy
-import hashlib
 import math
 import random
 import threading
@@ -48,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from solver.evaluation.digest import arrays_digest
 from solver.forecast.market import MarketForecaster
 from solver.forecast.models import MarketModels, OutlookTape
 from solver.job import Job
@@ -98,7 +98,7 @@ class ModelHistory:
             raise ValueError(f"starts={list(starts)!r}: expected sorted slot indices")
         self._data = data
         self._starts = tuple(starts)
-        self.key = _digest(data.price, data.availability, np.array(self._starts),
+        self.key = arrays_digest(data.price, data.availability, np.array(self._starts),
                            np.array([data.origin, data.slot_seconds]))
         self._latest = MarketModels(len(data.markets), data.origin, data.slot_seconds).forecasters
         self._copies: list[list[MarketForecaster]] = [[] for _ in data.markets]
@@ -221,7 +221,7 @@ class Episode:
         if models is None:
             return None
         data = self.data
-        key = (models.key, _digest(data.price, data.availability, np.array([data.origin])))
+        key = (models.key, arrays_digest(data.price, data.availability, np.array([data.origin])))
         with _TAPES_LOCK:
             tape = _TAPES.pop(key, None)
             if tape is None:
@@ -240,14 +240,6 @@ cells are sent out window by window, so a worker reads a few windows at a time."
 _TAPES: OrderedDict[tuple[str, str], OutlookTape] = OrderedDict()
 _TAPES_LOCK = threading.Lock()
 
-
-def _digest(*arrays: np.ndarray) -> str:
-    """A digest of ``arrays``' shapes and values."""
-    digest = hashlib.sha256()
-    for array in arrays:
-        digest.update(repr(array.shape).encode())
-        digest.update(np.ascontiguousarray(array, dtype=float).tobytes())
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True)

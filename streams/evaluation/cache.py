@@ -27,10 +27,9 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-import numpy as np
-
 import solver
 from solver.evaluation.cells import Cell, CellResult, EvaluationPlan
+from solver.evaluation.digest import add_array
 from solver.market import MarketData, MarketTicks
 
 log = logging.getLogger(__name__)
@@ -67,19 +66,13 @@ def _versions() -> str:
                      *(f"{name} {version(name)}" for name in LIBRARIES)])
 
 
-def _array(digest: hashlib._Hash, array: np.ndarray) -> None:
-    array = np.ascontiguousarray(array)
-    digest.update(f"{array.dtype.str}{array.shape}".encode())
-    digest.update(array.tobytes())
-
-
 def markets_digest(ticks: Sequence[MarketTicks]) -> str:
     """SHA-256 of the markets' content: each market and its times, prices and availability."""
     digest = hashlib.sha256()
     for market in ticks:
         digest.update(repr(market.market).encode())
         for array in (market.times, market.prices, market.available):
-            _array(digest, array)
+            add_array(digest, array)
     return digest.hexdigest()
 
 
@@ -87,7 +80,7 @@ def _data_digest(digest: hashlib._Hash, data: MarketData) -> None:
     digest.update(repr((data.markets, data.origin, data.slot_seconds)).encode())
     for array in (data.price, data.availability, data.boundary_price,
                   data.boundary_availability):
-        _array(digest, array)
+        add_array(digest, array)
 
 
 class CellKeys:

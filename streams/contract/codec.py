@@ -14,6 +14,7 @@ from streams.contract.events import (
     SCHEMA_VERSION,
     Envelope,
     Event,
+    PublishedForecast,
     canonical_json,
 )
 from streams.contract.fast_json import dumps as fast_dumps
@@ -78,9 +79,7 @@ def parse_event(raw: bytes | str) -> Event:
 
 def parse_standard(raw: bytes | str) -> Event:
     """Decode one event through its model: the reference reader."""
-    data = None
-    if type(raw) is bytes and len(raw) <= MAX_EVENT_BYTES:
-        data = fast_loads(raw, MAX_NESTING)
+    data = _fast_object(raw)
     if data is None:
         data = _load_object(raw)
     try:
@@ -96,6 +95,28 @@ def parse_standard(raw: bytes | str) -> Event:
         raise EventError(describe_validation_error(exc)) from exc
     except UpgradeError as exc:
         raise EventError(f"{EVENT_TYPES[data['type']].__name__}.{exc}") from exc
+
+
+def read_forecast_envelope(raw: bytes) -> Event:
+    """The event of ``raw``; a market forecast of this schema version without its outlook
+    (set to ``None``: a stage that relays the bytes need not read it). Anything else, and a
+    message the fast reader leaves to the standard one, is read in full (:func:`parse_event`)."""
+    data = _fast_object(raw)
+    if (data is None or data.get("type") != "market_forecast"
+            or type(data.get("schema_version")) is not int
+            or data["schema_version"] != SCHEMA_VERSION):
+        return parse_event(raw)
+    try:
+        return PublishedForecast.model_validate({**data, "outlook": None})
+    except ValidationError as exc:
+        raise EventError(describe_validation_error(exc)) from exc
+
+
+def _fast_object(raw: bytes | str) -> dict[str, Any] | None:
+    """What :func:`~streams.contract.fast_json.loads` reads of ``raw`` when it may."""
+    if type(raw) is bytes and len(raw) <= MAX_EVENT_BYTES:
+        return fast_loads(raw, MAX_NESTING)
+    return None
 
 
 _TOO_DEEP = (f"event nests arrays or objects deeper than {MAX_NESTING} levels: expected at most "

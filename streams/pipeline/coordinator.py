@@ -7,10 +7,10 @@ made. Its state depends only on what each market reported, never on the order in
 of different markets arrive, so every interleaving of the market-ticks partitions closes the
 same epochs.
 
-It reads a forecast's envelope only (:func:`read_forecast_envelope`) and relays the message's
-bytes as they came: the schedulers read the outlook, and reject a forecast whose outlook they
-cannot read (planning on their engine's own forecast of that market, as for a forecast that
-never came).
+It reads a forecast's envelope only (:func:`~streams.contract.codec.read_forecast_envelope`)
+and relays the message's bytes as they came: the schedulers read the outlook, and reject a
+forecast whose outlook they cannot read (planning on their engine's own forecast of that
+market, as for a forecast that never came).
 """
 
 from __future__ import annotations
@@ -20,23 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from pydantic import ValidationError
-
 from solver.market import Market
-from streams.contract import (
-    MAX_EVENT_BYTES,
-    MAX_NESTING,
-    SCHEMA_VERSION,
-    EpochClosed,
-    Event,
-    EventError,
-    MarketBoundary,
-    PublishedForecast,
-    dump_event,
-    parse_event,
-)
-from streams.contract.codec import describe_validation_error
-from streams.contract.fast_json import loads as fast_loads
+from streams.contract import EpochClosed, Event, MarketBoundary, PublishedForecast, dump_event
+from streams.contract.codec import read_forecast_envelope
 from streams.pipeline.stage import Message, RejectedEvent, Relayed, StageOutput, epoch_index
 
 MAX_OPEN_BOUNDARIES = 100_000
@@ -130,19 +116,3 @@ class _Open:
     reports: dict[str, _Report] = field(default_factory=dict)
     forecasts: dict[str, Relayed] = field(default_factory=dict)
 
-
-def read_forecast_envelope(raw: bytes) -> Event:
-    """The event of ``raw``; a market forecast of this schema version without its outlook
-    (set to ``None``: the coordinator relays the bytes and the schedulers read it). Anything
-    else, and a message the fast reader leaves to the codec, is read in full
-    (:func:`~streams.contract.parse_event`)."""
-    data = fast_loads(raw, MAX_NESTING) if (type(raw) is bytes
-                                            and len(raw) <= MAX_EVENT_BYTES) else None
-    if (data is None or data.get("type") != "market_forecast"
-            or type(data.get("schema_version")) is not int
-            or data["schema_version"] != SCHEMA_VERSION):
-        return parse_event(raw)
-    try:
-        return PublishedForecast.model_validate({**data, "outlook": None})
-    except ValidationError as exc:
-        raise EventError(describe_validation_error(exc)) from exc

@@ -88,11 +88,14 @@ def fetch_jars(home: Path) -> Path:
     return libs
 
 
-def free_port() -> int:
-    """A loopback TCP port that was free a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def free_port(*taken: int) -> int:
+    """A loopback TCP port that was free a moment ago and is none of ``taken``."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port: int = sock.getsockname()[1]
+        if port not in taken:
+            return port
 
 
 def port_is_free(port: int) -> bool:
@@ -215,7 +218,9 @@ class KafkaBroker:
         self.libs = libs
         self.data_dir = data_dir.resolve()
         self.port = port or free_port()
-        self.controller_port = free_port()
+        # A given client port may be free right now (its last broker crashed), so the
+        # system could hand it out again: the controller must not land on it.
+        self.controller_port = free_port(self.port)
         self.sasl_ssl = sasl_ssl
         self.process: subprocess.Popen[bytes] | None = None
 

@@ -214,23 +214,41 @@ async def snapshot_sizes(settings: Settings) -> dict[str, list[int]]:
         await state.stop()
 
 
-async def kept(settings: Settings, topic: str, partitions: int) -> tuple[int, int]:
-    """Records an input topic keeps, and records ever written to it."""
+async def kept(settings: Settings, topic: str, partitions: int
+               ) -> tuple[int, int, dict[int, int]]:
+    """Records an input topic keeps, records ever written to it, and each partition's log
+    start offset."""
     consumer = AIOKafkaConsumer(**settings.kafka_options())
     await consumer.start()
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         starts, ends = await consumer.beginning_offsets(tps), await consumer.end_offsets(tps)
-        return sum(ends[tp] - starts[tp] for tp in tps), sum(ends.values())
+        return (sum(ends[tp] - starts[tp] for tp in tps), sum(ends.values()),
+                {tp.partition: starts[tp] for tp in tps})
     finally:
         await consumer.stop()
 
 
-def disk_bytes(data_dir: Path | None, topic: str) -> int | None:
-    if data_dir is None:
-        return None
-    return sum(f.stat().st_size for d in (data_dir / "kraft").glob(f"{topic}-*")
-               for f in d.iterdir())
+def disk_bytes(data_dir: Path, topic: str, starts: dict[int, int]) -> tuple[int, int]:
+    """Bytes the topic's files take on the broker's disk (blocks allocated: a segment's
+    indexes are sparse files of 10 MiB), and how many of them belong to
+    segments wholly before their partition's log start offset: trimmed, and freed at the
+    broker's next retention check (``log.retention.check.interval.ms``, 5 minutes by
+    default)."""
+    total = trimmed = 0
+    for partition, start in starts.items():
+        files = list((data_dir / "kraft" / f"{topic}-{partition}").iterdir())
+        bases = sorted(int(f.name.split(".")[0]) for f in files if f.name.endswith(".log"))
+        before = {base for base, after in zip(bases, bases[1:]) if after <= start}
+        for f in files:
+            try:
+                size, head = f.stat().st_blocks * 512, f.name.split(".")[0]
+            except FileNotFoundError:  # the broker deleted it meanwhile
+                continue
+            total += size
+            if f.name.endswith(".deleted") or (head.isdigit() and int(head) in before):
+                trimmed += size
+    return total, trimmed
 
 
 def scrape(port: int) -> str:
@@ -332,10 +350,14 @@ def run(args: argparse.Namespace, bootstrap: str, workdir: Path, data_dir: Path 
         for topic, partitions in ((settings.topics.market_ticks, args.market_partitions),
                                   (settings.topics.job_events, args.job_partitions),
                                   (settings.topics.market_boundaries, 1)):
-            have, ever = asyncio.run(kept(settings, topic, partitions))
-            on_disk = disk_bytes(data_dir, topic)
-            console.print(f"{topic}: keeps {have:,} of {ever:,} records"
-                          + (f", {on_disk / 2**20:,.1f} MiB on disk" if on_disk else ""))
+            have, ever, starts = asyncio.run(kept(settings, topic, partitions))
+            line = f"{topic}: keeps {have:,} of {ever:,} records"
+            if data_dir is not None:
+                on_disk, trimmed = disk_bytes(data_dir, topic, starts)
+                line += (f", {on_disk / 2**20:,.1f} MiB on disk, of which "
+                         f"{trimmed / 2**20:,.1f} MiB trimmed and awaiting the broker's "
+                         "retention check")
+            console.print(line)
         return times[-1]
     finally:
         for worker in workers:

@@ -49,6 +49,8 @@ def worker(
     import asyncio
     import gc
 
+    import uvloop
+
     from prometheus_client import CollectorRegistry
 
     from streams.kafka.connect import BrokerError
@@ -58,6 +60,9 @@ def worker(
     from streams.runners.warm_up import warm_up
     from streams.runtime import serve_metrics
 
+    # libuv's event loop: a worker spends as much CPU in the loop and the Kafka clients' I/O
+    # as in its stages, and this loop takes less of it (docs/operations.md, "What runs where").
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     settings = command_settings(
         bootstrap_servers=bootstrap_servers, markets_file=markets_file, policy=policy,
         slot_seconds=slot_seconds, job_partitions=job_partitions,

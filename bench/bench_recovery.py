@@ -49,6 +49,7 @@ import urllib.request
 from contextlib import ExitStack
 from dataclasses import replace
 from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -239,7 +240,7 @@ def disk_bytes(data_dir: Path, topic: str, starts: dict[int, int]) -> tuple[int,
     for partition, start in starts.items():
         files = list((data_dir / "kraft" / f"{topic}-{partition}").iterdir())
         bases = sorted(int(f.name.split(".")[0]) for f in files if f.name.endswith(".log"))
-        before = {base for base, after in zip(bases, bases[1:]) if after <= start}
+        before = {base for base, after in pairwise(bases) if after <= start}
         for f in files:
             try:
                 size, head = f.stat().st_blocks * 512, f.name.split(".")[0]

@@ -50,7 +50,6 @@ def worker(
     import gc
 
     import uvloop
-
     from prometheus_client import CollectorRegistry
 
     from streams.kafka.connect import BrokerError
@@ -60,8 +59,9 @@ def worker(
     from streams.runners.warm_up import warm_up
     from streams.runtime import serve_metrics
 
-    # libuv's event loop: a worker spends as much CPU in the loop and the Kafka clients' I/O
-    # as in its stages, and this loop takes less of it (docs/operations.md, "What runs where").
+    # libuv's event loop: a worker spends about as much CPU outside its stages (the loop, the
+    # Kafka clients' I/O) as in them, and this loop takes less of it (docs/operations.md,
+    # "What runs where").
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     settings = command_settings(
         bootstrap_servers=bootstrap_servers, markets_file=markets_file, policy=policy,

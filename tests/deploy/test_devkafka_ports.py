@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,10 +42,3 @@ def test_the_controller_port_skips_a_client_port_the_system_hands_out_again(
     broker = devkafka.KafkaBroker(tmp_path, tmp_path, port=34451)
     assert (broker.port, broker.controller_port) == (34451, 34452)
 
-
-def test_free_port_returns_a_bindable_port_outside_the_taken_ones() -> None:
-    first = devkafka.free_port()
-    second = devkafka.free_port(first)
-    assert second != first
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", second))

@@ -7,6 +7,7 @@ topic names as ``SPOTSCHED_TOPICS__<NAME>``). Secrets are ``SecretStr`` and neve
 from __future__ import annotations
 
 import json
+import re
 import ssl
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -33,6 +34,8 @@ SECRETS = frozenset({"sasl_password", "snapshot_key"})
 """Settings whose values never appear in messages."""
 MIN_KEY_CHARS = 16
 """Shortest snapshot key accepted (``openssl rand -hex 32`` makes one of 64)."""
+INSTANCE_ID = re.compile(r"[A-Za-z0-9._-]{1,249}")
+"""A worker's ``instance_id``: what Kafka accepts as a ``group.instance.id``."""
 
 
 class Topics(BaseModel):
@@ -111,6 +114,11 @@ class Settings(BaseSettings):
     max_poll_interval_seconds: float = Field(
         300.0, gt=0, description="Longest time between two polls before a consumer leaves "
         "its group")
+    instance_id: str | None = Field(
+        None, description="Static membership of the worker's consumer groups (Kafka's "
+        "group.instance.id), unique per worker, e.g. its pod name: restarted with the same id, "
+        "a worker takes its partitions straight back instead of waiting out the session "
+        "timeout; stopped, it keeps them for the session timeout (docs/operations.md)")
     data_dir: Path = Field(Path(".spotsched"), description="Worker's local state directory")
 
     @model_validator(mode="after")
@@ -145,6 +153,16 @@ class Settings(BaseSettings):
         if not servers or any(":" not in s for s in servers):
             raise ValueError("expected host:port[,host:port...]")
         return ",".join(servers)
+
+    @field_validator("instance_id")
+    @classmethod
+    def _instance_id(cls, value: str | None) -> str | None:
+        if value == "":
+            return None  # set but empty, as a compose file passes an unset variable on
+        if value is not None and not INSTANCE_ID.fullmatch(value):
+            raise ValueError("expected 1 to 249 letters, digits, '.', '_' or '-' (Kafka's "
+                             "group.instance.id)")
+        return value
 
     @field_validator("policy")
     @classmethod

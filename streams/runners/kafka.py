@@ -236,6 +236,7 @@ def _faust_app(settings: Settings) -> faust.App:
         broker_session_timeout=settings.session_timeout_seconds,
         broker_heartbeat_interval=settings.heartbeat_seconds,
         broker_max_poll_interval=settings.max_poll_interval_seconds,
+        consumer_group_instance_id=settings.instance_id,
         producer_acks=-1,
         producer_max_batch_size=PRODUCER_BATCH_BYTES,
         web_enabled=False,

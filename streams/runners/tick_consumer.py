@@ -92,7 +92,8 @@ class TickConsumer(Service):
                 fetch_max_wait_ms=FETCH_WAIT_MS,
                 session_timeout_ms=round(settings.session_timeout_seconds * 1000),
                 heartbeat_interval_ms=round(settings.heartbeat_seconds * 1000),
-                max_poll_interval_ms=round(settings.max_poll_interval_seconds * 1000)),
+                max_poll_interval_ms=round(settings.max_poll_interval_seconds * 1000),
+                group_instance_id=settings.instance_id),
             settings, f"consuming {self.topic}")
         self._consumer.subscribe([self.topic], listener=_Handover(self._batch))
         self._consuming = self.add_future(self._consume(self._consumer))

@@ -10,6 +10,7 @@ import os
 import pickle
 import re
 import signal
+import time
 import zlib
 from collections import Counter
 from collections.abc import Callable
@@ -182,6 +183,28 @@ async def overwrite(settings: Settings, topic: str, partition: int, which: int,
                                    replace(target, slot=other))
     finally:
         await state.stop()
+
+
+def test_a_worker_restarted_with_its_instance_id_takes_its_partitions_straight_back(
+        pipelines, tmp_path):
+    """Static membership: the killed worker's session (a minute here) is not waited out."""
+    catalogue = [t.market for t in synthetic_ticks(SPEC)]
+    session = 60.0
+    pipeline = pipelines(catalogue, options={**SNAPSHOTS, "instance_id": "worker-a",
+                                             "session_timeout_seconds": session})
+    expected = synthetic_expectation(pipeline, tmp_path, SPEC, N_JOBS)
+    events = synthetic_events(SPEC, N_JOBS)
+    run_then_kill(pipeline, events)
+    asyncio.run(publish_replay(pipeline.settings, iter(events[math.ceil(len(events) * 0.6):])))
+    started = time.monotonic()
+    worker = pipeline.start_worker()
+    wait_for(lambda: pipeline.worker_log(1),
+             lambda log: "market-ticks partitions assigned" in log, timeout=session / 2)
+    assert time.monotonic() - started < session / 2
+    assert worker.poll() is None
+    rows = pipeline.wait_for_rows(expected)
+    assert sorted(set(rows)) == expected
+    assert_no_conflicting_decisions(pipeline)
 
 
 def test_refused_snapshots_leave_the_stages_to_the_one_before_or_the_log(pipelines, tmp_path):

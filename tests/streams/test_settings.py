@@ -44,6 +44,8 @@ def test_metrics_bind_loopback_unless_told_otherwise(monkeypatch):
     ({"max_future_skew_seconds": -1.0},
      "max_future_skew_seconds (SPOTSCHED_MAX_FUTURE_SKEW_SECONDS) = -1.0: expected greater"),
     ({"sasl_password": 12345}, "sasl_password (SPOTSCHED_SASL_PASSWORD): expected a valid"),
+    ({"instance_id": "pod 1"},
+     "instance_id (SPOTSCHED_INSTANCE_ID) = 'pod 1': expected 1 to 249 letters, digits"),
     ({"snapshot_key": "0123456789abcdef,12345"},
      "snapshot_key (SPOTSCHED_SNAPSHOT_KEY): expected keys of at least 16 characters"),
 ])

@@ -295,7 +295,9 @@ def run(args: argparse.Namespace, bootstrap: str, workdir: Path, data_dir: Path 
                   f"{len(events) - ticks} jobs (made in {time.perf_counter() - began:.0f} s)")
     asyncio.run(ensure_topics(settings))
     ports = [free_port() for _ in range(args.workers)]
-    workers = [start_worker(settings, workdir, f"worker-{n}", metrics_port=ports[n], **options)
+    static = [{"instance_id": f"worker-{n}"} if args.static else {} for n in range(args.workers)]
+    workers = [start_worker(settings, workdir, f"worker-{n}", metrics_port=ports[n], **options,
+                            **static[n])
                for n in range(args.workers)]
     logs = [workdir / f"worker-{n}.log" for n in range(args.workers)]
     try:
@@ -327,7 +329,7 @@ def run(args: argparse.Namespace, bootstrap: str, workdir: Path, data_dir: Path 
         if args.workers == 1:
             started = time.time()
             workers.append(start_worker(settings, workdir, "worker-new",
-                                        metrics_port=free_port(), **options))
+                                        metrics_port=free_port(), **options, **static[victim]))
             logs.append(workdir / "worker-new.log")
         asyncio.run(publish_replay(settings, iter([*probe_jobs, *closing])))
         firsts = asyncio.run(first_decisions(settings, {j.job_id for j in probe_jobs},
@@ -451,6 +453,9 @@ def main() -> None:
     parser.add_argument("--margin-hours", type=float, default=0.0,
                         help="retention margin: 0 trims the inputs right behind the snapshots")
     parser.add_argument("--timeout", type=float, default=3600.0)
+    parser.add_argument("--static", action="store_true",
+                        help="static group membership: each worker has an instance id, and the "
+                        "new worker takes the killed one's")
     parser.add_argument("--no-compare", dest="compare", action="store_false")
     parser.add_argument("--runs", type=int, default=1,
                         help="runs on one broker, each on topics of its own; prints the median")

@@ -10,7 +10,6 @@ import os
 import pickle
 import re
 import signal
-import time
 import zlib
 from collections import Counter
 from collections.abc import Callable
@@ -196,11 +195,9 @@ def test_a_worker_restarted_with_its_instance_id_takes_its_partitions_straight_b
     events = synthetic_events(SPEC, N_JOBS)
     run_then_kill(pipeline, events)
     asyncio.run(publish_replay(pipeline.settings, iter(events[math.ceil(len(events) * 0.6):])))
-    started = time.monotonic()
     worker = pipeline.start_worker()
-    wait_for(lambda: pipeline.worker_log(1),
+    wait_for(lambda: pipeline.worker_log(1),  # the dynamic default waits the session out
              lambda log: "market-ticks partitions assigned" in log, timeout=session / 2)
-    assert time.monotonic() - started < session / 2
     assert worker.poll() is None
     rows = pipeline.wait_for_rows(expected)
     assert sorted(set(rows)) == expected

@@ -41,4 +41,3 @@ def test_the_controller_port_skips_a_client_port_the_system_hands_out_again(
     monkeypatch.setattr(devkafka.socket, "socket", _Handout(iter([34451, 34452])))
     broker = devkafka.KafkaBroker(tmp_path, tmp_path, port=34451)
     assert (broker.port, broker.controller_port) == (34451, 34452)
-

@@ -9,23 +9,25 @@ becomes a dead letter with the reason, and the stage goes on with the next messa
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from solver.decision import SlotDecision
 from streams.contract import DeadLetter, Envelope, EventError, key_mismatch, parse_event
 from streams.pipeline.stage import AnyStage, Fault, Message, RejectedEvent, Rejection, Relayed
 
 
-@dataclass
+@dataclass(slots=True)
 class Handling:
-    """How a stage handled one message: what it made the stage do."""
+    """How a stage handled one message: what it made the stage do (nothing, for most market
+    ticks: the empty tuples are then shared, not allocated per message)."""
 
     event: Envelope | None = None
     """The decoded message, when the stage took it."""
-    outputs: list[Envelope | Relayed] = field(default_factory=list)
-    rejections: list[Rejection] = field(default_factory=list)
-    faults: list[Fault] = field(default_factory=list)
-    decided: list[SlotDecision] = field(default_factory=list)
+    outputs: Sequence[Envelope | Relayed] = ()
+    rejections: Sequence[Rejection] = ()
+    faults: Sequence[Fault] = ()
+    decided: Sequence[SlotDecision] = ()
 
 
 class Driver:
@@ -33,29 +35,35 @@ class Driver:
 
     def __init__(self, stage: AnyStage) -> None:
         self.stage = stage
+        self._read: Callable[[bytes], Envelope] = getattr(stage, "decode", parse_event)
 
     def process(self, message: Message) -> Handling:
         try:
             event = self._decode(message)
             results = self.stage.handle(event, message)
         except Exception as exc:
-            return Handling(rejections=[Rejection(message, exc)])
-        handling = Handling(event=event)
+            return Handling(rejections=(Rejection(message, exc),))
+        if not results:
+            return Handling(event)
+        outputs: list[Envelope | Relayed] = []
+        rejections: list[Rejection] = []
+        faults: list[Fault] = []
+        decided: list[SlotDecision] = []
         for result in results:
             if isinstance(result, Rejection):
-                handling.rejections.append(result)
+                rejections.append(result)
             elif isinstance(result, Fault):
-                handling.faults.append(result)
+                faults.append(result)
             elif isinstance(result, SlotDecision):
-                handling.decided.append(result)
+                decided.append(result)
             else:
-                handling.outputs.append(result)
-        return handling
+                outputs.append(result)
+        return Handling(event, outputs, rejections, faults, decided)
 
     def _decode(self, message: Message) -> Envelope:
         if message.value is None:
             raise EventError("the message has no value (a tombstone): expected an event")
-        event = getattr(self.stage, "decode", parse_event)(message.value)
+        event = self._read(message.value)
         accepts = self.stage.accepts
         if not isinstance(event, accepts):
             raise RejectedEvent(

@@ -89,6 +89,8 @@ class MemoryPipeline:
             for observer in self.observers:
                 observer.observe(spec.name, ((message, handling),))
             self.faults.extend(handling.faults)
+            if not (handling.outputs or handling.rejections):
+                continue
             for out in sends(spec, handling, self.topics, self.partitions):
                 self._enqueue(out.topic, out.partition, out.key, out.value)
                 self.headers[out.topic].append(out.headers)

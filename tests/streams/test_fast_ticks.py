@@ -137,6 +137,10 @@ def test_ticks_as_written_take_the_fast_path(time, market, spot, on_demand, coun
     b'"key":"a/b/c/d","market":"a/b/c/d","schema_version":2,"type":"availability_tick"}',
     b'{"event_time":1714564800,"idempotency_key":"i","key":"a/b/c/d",'
     b'"market":"a/b/c/d","schema_version":2,"spot_price":0.5,"type":"price_tick"}',
+    # valid, but longer than MAX_TICK_BYTES (the standard path reads it)
+    b'{"event_time":"2024-05-01T12:00:00Z","idempotency_key":"' + "é".encode() * 1024
+    + b'","key":"a/b/c/d","market":"a/b/c/d","schema_version":2,"spot_price":0.5,'
+    b'"type":"price_tick"}',
 ])
 def test_the_models_read_what_is_not_plainly_valid(raw):
     assert read_tick(raw) is None

@@ -28,6 +28,10 @@ _DIGITS_AS_ZEROS = bytes.maketrans(b"123456789", b"000000000")
 _LONG_RUN = b"0" * 19
 """19 digits in a row: maybe an integer beyond 64 bits, which orjson reads as a float (or the
 digits of a long fraction, which only costs the standard path)."""
+_NOT_SHAPE = bytes(sorted(set(range(256)) - set(b'[]{}"')))
+"""Every byte but the brackets and quotes (deleted to leave a text's shape)."""
+_STRING = re.compile(rb'"[^"]*"')
+_AS_SQUARE = bytes.maketrans(b"{}", b"[]")
 MAX_CONTAINERS = 1024
 """Most arrays and objects a message orjson reads may open (which bounds its nesting)."""
 
@@ -41,11 +45,16 @@ def loads(raw: bytes, max_nesting: int) -> dict[str, Any] | None:
                 and raw.count(b"[") + raw.count(b"{") > MAX_CONTAINERS)):
         return None
     data = orjson_object(raw)
-    if data is None:
+    if data is None or not _nests_within(raw, max_nesting):
         return None
-    strings = _strings(data, max_nesting)
-    # Without escapes every '"' delimits a string: a field orjson dropped leaves more of them.
-    return data if strings is not None and raw.count(b'"') == 2 * strings else None
+    # Without escapes every '"' delimits a string, in ``raw`` and in what orjson writes of
+    # ``data`` alike: a field orjson dropped (the first of a repeated one) leaves fewer in the
+    # latter.
+    try:
+        written = orjson.dumps(data)
+    except orjson.JSONEncodeError:
+        return None
+    return data if written.count(b'"') == raw.count(b'"') else None
 
 
 def orjson_object(raw: bytes) -> dict[str, Any] | None:
@@ -58,24 +67,18 @@ def orjson_object(raw: bytes) -> dict[str, Any] | None:
     return data if type(data) is dict else None
 
 
-def _strings(data: dict[str, Any], max_nesting: int) -> int | None:
-    """Field names and string values in ``data``; ``None`` when it nests deeper than
-    ``max_nesting``. Each container's values are looked at in C, its containers in Python."""
-    count = 0
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    while stack:
-        value, level = stack.pop()
-        if level > max_nesting:
-            return None
-        if type(value) is dict:
-            count += len(value)
-            value = value.values()
-        kinds = list(map(type, value))
-        count += kinds.count(str)
-        if dict in kinds or list in kinds:
-            stack.extend((child, level + 1) for child in value
-                         if type(child) is dict or type(child) is list)
-    return count
+def _nests_within(raw: bytes, levels: int) -> bool:
+    """Whether the arrays and objects of ``raw``, a JSON text without escapes, nest at most
+    ``levels`` deep. Its shape is its brackets (all written ``[]``) once the strings are
+    taken out; each pass removes the innermost pairs."""
+    shape = raw.translate(_AS_SQUARE, _NOT_SHAPE).replace(b'""', b"")
+    if b'"' in shape:  # a string holds a bracket
+        shape = _STRING.sub(b"", raw.translate(_AS_SQUARE, _NOT_SHAPE))
+    for _ in range(levels):
+        if not shape:
+            return True
+        shape = shape.replace(b"[]", b"")
+    return not shape
 
 
 def dumps(data: dict[str, Any]) -> bytes | None:

@@ -44,6 +44,29 @@ def test_what_orjson_writes_is_what_json_writes(data):
         assert fast == canonical_json(data)
 
 
+def depth(value: object) -> int:
+    """How deep arrays and objects nest in ``value``."""
+    children = value.values() if isinstance(value, dict) else value
+    if not isinstance(value, dict | list):
+        return 0
+    return 1 + max(map(depth, children), default=0)
+
+
+bracketed = st.text(alphabet='[]{}"a', max_size=5)
+shapes = st.recursive(st.none() | bracketed, lambda inner: st.lists(inner, max_size=3)
+                      | st.dictionaries(bracketed, inner, max_size=3), max_leaves=12)
+
+
+@given(st.dictionaries(bracketed, shapes, max_size=4))
+def test_the_nesting_limit_counts_arrays_and_objects_not_brackets_in_strings(data):
+    raw = canonical_json(data)
+    deepest = depth(data)
+    if fast_json.loads(raw, deepest) is None:
+        assert b"\\" in raw  # a quote in a string: escaped, left to the standard path
+        return
+    assert fast_json.loads(raw, deepest - 1) is None
+
+
 @pytest.mark.parametrize("raw", [
     b'{"spot_price":0.5,"spot_price":0.6}',  # a repeated field
     b'{"a":{"b":1,"b":2}}',

@@ -26,8 +26,9 @@ _SMALL = b"0.0000"
 """What orjson writes for a float of magnitude below 1e-4 unless it gives an exponent."""
 _DIGITS_AS_ZEROS = bytes.maketrans(b"123456789", b"000000000")
 _LONG_RUN = b"0" * 19
-"""19 digits in a row: maybe an integer beyond 64 bits, which orjson reads as a float (or the
-digits of a long fraction, which only costs the standard path)."""
+"""19 digits in a row not after a decimal point: maybe an integer beyond 64 bits, which orjson
+reads as a float (or digits in a string or an exponent, which only costs the standard path)."""
+_ZERO, _POINT = ord("0"), ord(".")
 _NOT_SHAPE = bytes(sorted(set(range(256)) - set(b'[]{}"')))
 """Every byte but the brackets and quotes (deleted to leave a text's shape)."""
 _STRING = re.compile(rb'"[^"]*"')
@@ -40,7 +41,7 @@ def loads(raw: bytes, max_nesting: int) -> dict[str, Any] | None:
     """``raw`` decoded as ``json`` decodes it, when it is a JSON object of unique field names
     nested at most ``max_nesting`` levels that orjson reads as ``json`` does; otherwise
     ``None``: the standard path reads it and says what is wrong, if anything."""
-    if (b"\\" in raw or _LONG_RUN in raw.translate(_DIGITS_AS_ZEROS)
+    if (b"\\" in raw or _long_integer(raw)
             or (len(raw) > 2 * MAX_CONTAINERS  # too short to open more
                 and raw.count(b"[") + raw.count(b"{") > MAX_CONTAINERS)):
         return None
@@ -55,6 +56,21 @@ def loads(raw: bytes, max_nesting: int) -> dict[str, Any] | None:
     except orjson.JSONEncodeError:
         return None
     return data if written.count(b'"') == raw.count(b'"') else None
+
+
+def _long_integer(raw: bytes) -> bool:
+    """Whether ``raw`` may hold an integer of 19 digits or more (module doc); the digits of a
+    fraction (a float's ``repr`` gives up to 17 significant ones after zeros) do not count."""
+    digits = raw.translate(_DIGITS_AS_ZEROS)
+    at = digits.find(_LONG_RUN)
+    while at != -1:  # ``at`` starts a run of digits
+        if at == 0 or digits[at - 1] != _POINT:
+            return True
+        end = at + len(_LONG_RUN)
+        while end < len(digits) and digits[end] == _ZERO:
+            end += 1
+        at = digits.find(_LONG_RUN, end)
+    return False
 
 
 def orjson_object(raw: bytes) -> dict[str, Any] | None:

@@ -101,3 +101,8 @@ def test_ordinary_events_take_the_orjson_path():
     raw = dump_event(tick)
     assert fast_json.loads(raw, MAX_NESTING) == json.loads(raw)
     assert fast_json.dumps(tick.model_dump(mode="json")) == raw
+
+
+def test_a_long_fraction_takes_the_orjson_path():
+    raw = b'{"price":[0.0077092684612544106,0.010000017342953030]}'  # 19 digits after the point
+    assert fast_json.loads(raw, MAX_NESTING) == json.loads(raw)

@@ -88,13 +88,13 @@ class MarketStage:
 
     def handle(self, tick: PriceTick | AvailabilityTick,
                message: Message | None = None) -> list[StageOutput]:
-        if tick.market not in self.catalogue:
-            raise RejectedEvent(
-                f"market={tick.market!r}: expected a market of the catalogue "
-                f"({', '.join(sorted(self.catalogue))})"
-            )
         clock = self._clocks.get(tick.market)
         if clock is None:
+            if tick.market not in self.catalogue:
+                raise RejectedEvent(
+                    f"market={tick.market!r}: expected a market of the catalogue "
+                    f"({', '.join(sorted(self.catalogue))})"
+                )
             clock = self._clocks[tick.market] = _MarketClock(self.slot_seconds,
                                                              self.max_future_skew)
         time = tick.event_time.timestamp()

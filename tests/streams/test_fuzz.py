@@ -171,6 +171,7 @@ def json_values() -> st.SearchStrategy:
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 DEEP_OBJECT = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
+DEEP_TICK = b'{"type":"price_tick","a":' + DEEP_OBJECT + b"}"  # looks like a tick at first
 HUGE = b'{"type": "price_tick", "market": "' + b"x" * 2_000_000 + b'"}'
 HUGE_TEXT = json.dumps({"type": "job_cancelled", "event_time": 1.8e9, "job_id": "j",
                         "reason": "r" * 1_500_000}).encode()
@@ -306,7 +307,8 @@ def test_a_flood_of_poison_keeps_memory_bounded():
     assert [dump_event(d) for d in pipeline.decisions] == [dump_event(d) for d in expected]
 
 
-@pytest.mark.parametrize("value", [DEEP, DEEP_OBJECT, HUGE, b"[" * 10_000 + b"]" * 10_000])
+@pytest.mark.parametrize("value", [DEEP, DEEP_OBJECT, DEEP_TICK, HUGE,
+                                   b"[" * 10_000 + b"]" * 10_000])
 def test_every_stage_dead_letters_what_it_cannot_decode(value):
     data, _, _ = replay()
     pipeline = run(data, [(topic, b"k", value) for topic in (TICKS, JOBS, BOUNDARIES)])

@@ -7,8 +7,9 @@ present with their own JSON types (a float price, an integer count) and within t
 whose time carries an offset, and whose ``key`` and ``idempotency_key`` are given (as
 :func:`streams.contract.dump_event` writes them). Anything else — a field missing, extra,
 repeated or of another type, a value out of bounds, an escape in a string, a key to derive or
-that differs, a message longer than :data:`MAX_TICK_BYTES` — it leaves to the standard path, which reads it or says what is wrong, so what is
-read and what is refused, and why, stay those of the event models.
+that differs, a message longer than :data:`MAX_TICK_BYTES` — it leaves to the standard path,
+which reads it or says what is wrong, so what is read and what is refused, and why, stay those
+of the event models.
 """
 
 from __future__ import annotations
@@ -134,4 +135,3 @@ def _utc_time(value: object) -> datetime | None:
     except (ValueError, OverflowError):
         return None
     return time if EARLIEST_TIME <= time <= LATEST_TIME else None
-

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from streams.contract import AvailabilityTick, EventError, PriceTick, dump_event, parse_event
 from streams.contract.codec import parse_standard
-from streams.contract.fast_ticks import read_tick
+from streams.contract.fast_ticks import MAX_TICK_BYTES, read_tick
 from streams.contract.fields import MAX_AVAILABLE, MAX_PRICE, MIN_PRICE
 from tests.streams.strategies import available, market_keys, tick_prices, times
 
@@ -123,6 +123,12 @@ def test_ticks_as_written_take_the_fast_path(time, market, spot, on_demand, coun
         assert fast == tick
 
 
+LONG_TICK = (b'{"event_time":"2024-05-01T12:00:00Z","idempotency_key":"'
+             + "é".encode() * 1024 + b'","key":"a/b/c/d","market":"a/b/c/d",'
+             b'"schema_version":2,"spot_price":0.5,"type":"price_tick"}')
+"""A valid tick longer than MAX_TICK_BYTES."""
+
+
 @pytest.mark.parametrize("raw", [
     b'{"event_time":"2024-05-01T12:00:00Z","idempotency_key":"i","key":"a/b/c/d",'
     b'"market":"a/b/c/d","schema_version":2,"spot_price":0.5,"spot_price":0.6,'
@@ -137,10 +143,7 @@ def test_ticks_as_written_take_the_fast_path(time, market, spot, on_demand, coun
     b'"key":"a/b/c/d","market":"a/b/c/d","schema_version":2,"type":"availability_tick"}',
     b'{"event_time":1714564800,"idempotency_key":"i","key":"a/b/c/d",'
     b'"market":"a/b/c/d","schema_version":2,"spot_price":0.5,"type":"price_tick"}',
-    # valid, but longer than MAX_TICK_BYTES (the standard path reads it)
-    b'{"event_time":"2024-05-01T12:00:00Z","idempotency_key":"' + "é".encode() * 1024
-    + b'","key":"a/b/c/d","market":"a/b/c/d","schema_version":2,"spot_price":0.5,'
-    b'"type":"price_tick"}',
+    LONG_TICK,
 ])
 def test_the_models_read_what_is_not_plainly_valid(raw):
     assert read_tick(raw) is None
@@ -153,3 +156,9 @@ def test_a_time_with_an_offset_reads_as_utc():
     assert tick is not None and tick.event_time == datetime(2024, 5, 1, 12, tzinfo=UTC)
     assert tick.event_time.tzinfo is UTC
     _same(tick, parse_standard(raw))
+
+
+def test_a_tick_longer_than_the_fast_path_takes_is_read_by_the_models():
+    assert len(LONG_TICK) > MAX_TICK_BYTES and read_tick(LONG_TICK) is None
+    tick = parse_event(LONG_TICK)
+    assert isinstance(tick, PriceTick) and tick.idempotency_key == "é" * 1024

@@ -135,11 +135,14 @@ class Settings(BaseSettings):
                 f"({self.retention_margin_hours:g})")
         return self
 
+    @field_validator("snapshot_key", "instance_id", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if value == "" else value  # as a compose file passes an unset variable on
+
     @field_validator("snapshot_key")
     @classmethod
     def _snapshot_key(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not value.get_secret_value():
-            return None  # set but empty, as a compose file passes an unset variable on
         if value is not None and any(len(key.strip()) < MIN_KEY_CHARS
                                      for key in value.get_secret_value().split(",")):
             raise ValueError(f"expected keys of at least {MIN_KEY_CHARS} characters, "
@@ -157,8 +160,6 @@ class Settings(BaseSettings):
     @field_validator("instance_id")
     @classmethod
     def _instance_id(cls, value: str | None) -> str | None:
-        if value == "":
-            return None  # set but empty, as a compose file passes an unset variable on
         if value is not None and not INSTANCE_ID.fullmatch(value):
             raise ValueError("expected 1 to 249 letters, digits, '.', '_' or '-' (Kafka's "
                              "group.instance.id)")

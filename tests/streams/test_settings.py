@@ -95,3 +95,8 @@ def test_the_default_policy_is_a_valid_online_spec_read_without_loading_the_poli
          "load_settings(); print('solver.policies.registry' in sys.modules)"],
         capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "False"
+
+
+def test_an_empty_instance_id_is_unset(monkeypatch):
+    monkeypatch.setenv("SPOTSCHED_INSTANCE_ID", "")  # as a compose file passes an unset one
+    assert Settings().instance_id is None

@@ -87,9 +87,10 @@ def _nests_within(raw: bytes, levels: int) -> bool:
     """Whether the arrays and objects of ``raw``, a JSON text without escapes, nest at most
     ``levels`` deep. Its shape is its brackets (all written ``[]``) once the strings are
     taken out; each pass removes the innermost pairs."""
-    shape = raw.translate(_AS_SQUARE, _NOT_SHAPE).replace(b'""', b"")
+    marks = raw.translate(_AS_SQUARE, _NOT_SHAPE)
+    shape = marks.replace(b'""', b"")
     if b'"' in shape:  # a string holds a bracket
-        shape = _STRING.sub(b"", raw.translate(_AS_SQUARE, _NOT_SHAPE))
+        shape = _STRING.sub(b"", marks)
     for _ in range(levels):
         if not shape:
             return True

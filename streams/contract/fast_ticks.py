@@ -58,8 +58,10 @@ def read_tick(raw: bytes) -> Tick | None:
     if data is None:
         return None
     kind = data.get("type")
+    cls: type[Tick]
     try:
         if kind == "price_tick":
+            cls = PriceTick
             spot, on_demand = data["spot_price"], data.get("on_demand_price")
             if not (type(spot) is float and MIN_PRICE <= spot <= MAX_PRICE
                     and (on_demand is None or (type(on_demand) is float
@@ -68,6 +70,7 @@ def read_tick(raw: bytes) -> Tick | None:
             fields = _ENVELOPE_FIELDS + 1 + ("on_demand_price" in data)
             strings = _ENVELOPE_STRINGS
         elif kind == "availability_tick":
+            cls = AvailabilityTick
             available, reason = data["available"], data.get("reason")
             if not (type(available) is int and 0 <= available <= MAX_AVAILABLE
                     and (reason is None or (type(reason) is str and reason in _REASONS))):
@@ -91,17 +94,12 @@ def read_tick(raw: bytes) -> Tick | None:
     time = _utc_time(time)
     if time is None:
         return None
-    cls: type[Tick]
-    if kind == "price_tick":
-        cls, values = PriceTick, {
-            "schema_version": 2, "type": kind, "event_time": time, "key": key,
-            "idempotency_key": idempotency_key, "market": market, "spot_price": spot,
-            "on_demand_price": on_demand}
+    values = {"schema_version": 2, "type": kind, "event_time": time, "key": key,
+              "idempotency_key": idempotency_key, "market": market}
+    if cls is PriceTick:
+        values["spot_price"], values["on_demand_price"] = spot, on_demand
     else:
-        cls, values = AvailabilityTick, {
-            "schema_version": 2, "type": kind, "event_time": time, "key": key,
-            "idempotency_key": idempotency_key, "market": market, "available": available,
-            "reason": reason}
+        values["available"], values["reason"] = available, reason
     tick = _new(cls)
     _set(tick, "__dict__", values)
     _set(tick, "__pydantic_fields_set__", set(data))

@@ -46,10 +46,9 @@ def test_what_orjson_writes_is_what_json_writes(data):
 
 def depth(value: object) -> int:
     """How deep arrays and objects nest in ``value``."""
-    children = value.values() if isinstance(value, dict) else value
     if not isinstance(value, dict | list):
         return 0
-    return 1 + max(map(depth, children), default=0)
+    return 1 + max(map(depth, value.values() if isinstance(value, dict) else value), default=0)
 
 
 bracketed = st.text(alphabet='[]{}"a', max_size=5)

@@ -24,9 +24,11 @@ the market-ticks consumer pauses a partition while it recovers
 (:mod:`streams.runners.tick_consumer`).
 
 After a batch's outputs are delivered, a stage that has taken ``snapshot_every_records``
-records or moved ``snapshot_every_epochs`` slots of event time since its last snapshot is
-snapshotted (:mod:`streams.kafka.state`), and its input before the previous snapshot (and
-older than ``retention_margin_hours``) is trimmed.
+records, or moved ``snapshot_every_epochs`` slots of event time over at least
+``snapshot_min_interval_seconds``, since its last snapshot is snapshotted
+(:mod:`streams.kafka.state`), and its input before the previous snapshot (and older than
+``retention_margin_hours``) is trimmed. Live, a slot lasts far longer than the interval; a
+worker catching up on a backlog passes many slots a second, and snapshots by records.
 
 On a graceful stop, once the batch in flight is delivered, every stage that took records since
 its last snapshot is snapshotted (:meth:`PartitionStages.snapshot_all`), so that the worker
@@ -80,6 +82,8 @@ class _Held:
     """Slots of event time passed since the last snapshot."""
     epoch: int | None = None
     """The slot of the latest event time taken."""
+    snapshotted: float = -math.inf
+    """When the stage was last snapshotted (monotonic seconds)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,12 +92,21 @@ class RecoveryConfig:
 
     every_epochs: int
     every_records: int
+    min_interval_seconds: float
     margin_seconds: float
 
     @staticmethod
     def of(settings: Settings) -> RecoveryConfig:
         return RecoveryConfig(settings.snapshot_every_epochs, settings.snapshot_every_records,
+                              settings.snapshot_min_interval_seconds,
                               settings.retention_margin_hours * 3600.0)
+
+    def due(self, records: int, epochs: int, seconds: float) -> bool:
+        """Whether a stage that took ``records`` records spanning ``epochs`` slots of event
+        time in the ``seconds`` since its last snapshot is due for one (module doc)."""
+        return records >= self.every_records or (
+            records > 0 and epochs >= self.every_epochs
+            and seconds >= self.min_interval_seconds)
 
 
 class PartitionStages:
@@ -155,9 +168,9 @@ class PartitionStages:
         :meth:`snapshot_all` has run."""
         if self._stopping:
             return
-        await self._snapshot_where(lambda held: (
-            held.records >= self.cadence.every_records
-            or (held.records > 0 and held.epochs >= self.cadence.every_epochs)))
+        now = time.monotonic()
+        await self._snapshot_where(lambda held: self.cadence.due(
+            held.records, held.epochs, now - held.snapshotted))
 
     @contextlib.asynccontextmanager
     async def batch(self) -> AsyncIterator[None]:
@@ -297,6 +310,7 @@ class PartitionStages:
         pickled = pickle_state(held.driver.stage, self.environment)
         offset, taken = held.next, time.time()
         held.records = held.epochs = 0
+        held.snapshotted = time.monotonic()
         blob = await asyncio.to_thread(seal, pickled, stage=self.name, partition=partition,
                                        offset=offset, settings=self.fingerprint, taken=taken,
                                        keys=self.keys)

@@ -39,7 +39,8 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 SPEC = SyntheticMarketSpec(seed=7, n_markets=3, days=8)
 N_JOBS = 12
-SNAPSHOTS = {"snapshot_every_epochs": 3}
+SNAPSHOTS = {"snapshot_every_epochs": 3, "snapshot_min_interval_seconds": 0}
+"""Snapshots every few slots, however fast the worker passes them."""
 
 
 def snapshot_topics(pipeline: Pipeline) -> dict[str, tuple[str, int]]:

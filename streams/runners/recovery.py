@@ -28,7 +28,10 @@ records, or moved ``snapshot_every_epochs`` slots of event time over at least
 ``snapshot_min_interval_seconds``, since its last snapshot is snapshotted
 (:mod:`streams.kafka.state`), and its input before the previous snapshot (and older than
 ``retention_margin_hours``) is trimmed. Live, a slot lasts far longer than the interval; a
-worker catching up on a backlog passes many slots a second, and snapshots by records.
+worker catching up on a backlog passes many slots a second, and snapshots by records. A stage
+held back only by the interval is snapshotted between batches once it has passed
+(:meth:`PartitionStages.checkpoint_between_batches`, which the worker calls every interval),
+so one that has caught up and then takes nothing is not left with a tail to replay.
 
 On a graceful stop, once the batch in flight is delivered, every stage that took records since
 its last snapshot is snapshotted (:meth:`PartitionStages.snapshot_all`), so that the worker
@@ -114,7 +117,8 @@ class PartitionStages:
 
     def __init__(self, spec: StageSpec, settings: Settings, config: PipelineConfig,
                  state: KafkaState, environment: Mapping[str, object],
-                 metrics: RecoveryMetrics) -> None:
+                 metrics: RecoveryMetrics, clock: Callable[[], float] = time.monotonic
+                 ) -> None:
         self.name = spec.name
         self.topic = getattr(settings.topics, spec.topic)
         self.snapshots = getattr(settings.topics, spec.snapshots)
@@ -126,6 +130,8 @@ class PartitionStages:
         self.state = state
         self.environment = environment
         self.metrics = metrics
+        self.clock = clock
+        """Seconds, for the snapshot interval."""
         self._held: dict[int, _Held] = {}
         self._recovering: dict[int, asyncio.Task[None]] = {}
         self._batch = asyncio.Lock()
@@ -168,9 +174,16 @@ class PartitionStages:
         :meth:`snapshot_all` has run."""
         if self._stopping:
             return
-        now = time.monotonic()
+        now = self.clock()
         await self._snapshot_where(lambda held: self.cadence.due(
             held.records, held.epochs, now - held.snapshotted))
+
+    async def checkpoint_between_batches(self) -> None:
+        """Snapshot the stages due, once the batch in flight (if any) is delivered; none when a
+        batch was cut short."""
+        async with self._batch:
+            if self._settled:
+                await self.checkpoint()
 
     @contextlib.asynccontextmanager
     async def batch(self) -> AsyncIterator[None]:
@@ -310,7 +323,7 @@ class PartitionStages:
         pickled = pickle_state(held.driver.stage, self.environment)
         offset, taken = held.next, time.time()
         held.records = held.epochs = 0
-        held.snapshotted = time.monotonic()
+        held.snapshotted = self.clock()
         blob = await asyncio.to_thread(seal, pickled, stage=self.name, partition=partition,
                                        offset=offset, settings=self.fingerprint, taken=taken,
                                        keys=self.keys)

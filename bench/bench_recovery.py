@@ -285,6 +285,7 @@ def run(args: argparse.Namespace, bootstrap: str, workdir: Path, data_dir: Path 
                                               args.seed)
     options = {"snapshot_every_epochs": args.snapshot_every_epochs,
                "snapshot_every_records": args.snapshot_every_records,
+               "snapshot_min_interval_seconds": args.snapshot_min_interval_seconds,
                "retention_margin_hours": args.margin_hours}
     settings = settings_for(bootstrap, workdir, write_catalogue(list(data.markets)),
                             job_partitions=args.job_partitions,
@@ -450,6 +451,7 @@ def main() -> None:
     parser.add_argument("--policy", default=RECOMMENDED)
     parser.add_argument("--snapshot-every-epochs", type=int, default=6)
     parser.add_argument("--snapshot-every-records", type=int, default=20_000)
+    parser.add_argument("--snapshot-min-interval-seconds", type=float, default=10.0)
     parser.add_argument("--margin-hours", type=float, default=0.0,
                         help="retention margin: 0 trims the inputs right behind the snapshots")
     parser.add_argument("--timeout", type=float, default=3600.0)

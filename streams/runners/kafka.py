@@ -83,8 +83,7 @@ def create_app(settings: Settings, registry: CollectorRegistry | None = None) ->
     collector = QuietCollector()
     runner = KafkaRunner(app, settings, config, state, metrics,
                          (metrics, HandlingLog(), collector), collector)
-    app.service(_StateClients(state, runner.stages, settings.snapshot_min_interval_seconds,
-                              beacon=app.beacon))  # type: ignore[arg-type]  # faust annotates App.service for classes; it starts instances too
+    app.service(_StateClients(state, runner.stages, beacon=app.beacon))  # type: ignore[arg-type]  # faust annotates App.service for classes; it starts instances too
     for spec in PIPELINE:
         runner.run(spec)
     return app
@@ -131,7 +130,7 @@ class KafkaRunner:
                     async with stages.batch():
                         await asyncio.gather(*await self.process(
                             spec, stages, map(event_message, batch)))
-                        await stages.checkpoint()
+                        await stages.checkpoint(self._log_ends(batch))
                     self._delivered()
 
         self.app.agent(self._topic(topic), name=f"spotsched.{spec.name}")(agent)
@@ -163,6 +162,13 @@ class KafkaRunner:
         for observer in self.observers:
             observer.observe(spec.name, handled)
         return deliveries
+
+    def _log_ends(self, batch: Sequence[faust.EventT]) -> dict[int, int | None]:
+        """The next offset of the log of each partition in an agent's ``batch``, as the
+        consumer last heard from the broker."""
+        consumer = self.app.consumer
+        return {event.message.partition: consumer.highwater(event.message.tp)
+                for event in batch}
 
     def _delivered(self) -> None:
         if self.collector is not None:
@@ -198,28 +204,16 @@ def event_message(event: faust.EventT) -> Message:
 
 
 class _StateClients(Service):
-    """Every ``interval`` seconds, snapshots the stages due between batches (those held back
-    by the snapshot interval: :mod:`streams.runners.recovery`). When the worker stops:
-    snapshots every stage that took records since its last snapshot (the tick consumer has
-    stopped by then, and each agent's batch in flight is waited for), then closes the snapshot
-    and trimming clients. Added before the tick consumer, so stopped after it."""
+    """When the worker stops: snapshots every stage that took records since its last snapshot
+    (the tick consumer has stopped by then, and each agent's batch in flight is waited for),
+    then closes the snapshot and trimming clients. Added before the tick consumer, so stopped
+    after it."""
 
-    def __init__(self, state: KafkaState, stages: Sequence[PartitionStages], interval: float,
+    def __init__(self, state: KafkaState, stages: Sequence[PartitionStages],
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.clients = state
         self.stages = stages
-        self.interval = interval
-
-    async def on_start(self) -> None:
-        if self.interval > 0:
-            self.add_future(self._checkpoint_between_batches())
-
-    async def _checkpoint_between_batches(self) -> None:
-        while not self.should_stop:
-            await self.sleep(self.interval)
-            for stages in self.stages:
-                await stages.checkpoint_between_batches()
 
     async def on_stop(self) -> None:
         for stages in self.stages:

@@ -27,11 +27,10 @@ After a batch's outputs are delivered, a stage that has taken ``snapshot_every_r
 records, or moved ``snapshot_every_epochs`` slots of event time over at least
 ``snapshot_min_interval_seconds``, since its last snapshot is snapshotted
 (:mod:`streams.kafka.state`), and its input before the previous snapshot (and older than
-``retention_margin_hours``) is trimmed. Live, a slot lasts far longer than the interval; a
-worker catching up on a backlog passes many slots a second, and snapshots by records. A stage
-held back only by the interval is snapshotted between batches once it has passed
-(:meth:`PartitionStages.checkpoint_between_batches`, which the worker calls every interval),
-so one that has caught up and then takes nothing is not left with a tail to replay.
+``retention_margin_hours``) is trimmed. The interval holds back only a stage whose partition
+lags behind its log's end: a worker catching up on a backlog passes many slots a second, and
+snapshots by records; one that has caught up is snapshotted as it would be live, so it is
+not left with a tail to replay.
 
 On a graceful stop, once the batch in flight is delivered, every stage that took records since
 its last snapshot is snapshotted (:meth:`PartitionStages.snapshot_all`), so that the worker
@@ -104,12 +103,13 @@ class RecoveryConfig:
                               settings.snapshot_min_interval_seconds,
                               settings.retention_margin_hours * 3600.0)
 
-    def due(self, records: int, epochs: int, seconds: float) -> bool:
+    def due(self, records: int, epochs: int, seconds: float, caught_up: bool) -> bool:
         """Whether a stage that took ``records`` records spanning ``epochs`` slots of event
-        time in the ``seconds`` since its last snapshot is due for one (module doc)."""
+        time in the ``seconds`` since its last snapshot is due for one, ``caught_up`` or not
+        with its partition's log (module doc)."""
         return records >= self.every_records or (
             records > 0 and epochs >= self.every_epochs
-            and seconds >= self.min_interval_seconds)
+            and (caught_up or seconds >= self.min_interval_seconds))
 
 
 class PartitionStages:
@@ -169,21 +169,20 @@ class PartitionStages:
                     self._recover(partition, offset))
             await task
 
-    async def checkpoint(self) -> None:
+    async def checkpoint(self, log_ends: Mapping[int, int | None]) -> None:
         """Snapshot the stages due (call once their outputs are delivered); none once
-        :meth:`snapshot_all` has run."""
+        :meth:`snapshot_all` has run. ``log_ends``: the next offset of each partition's log,
+        where the consumer knows it (a stage that reached it has caught up)."""
         if self._stopping:
             return
         now = self.clock()
-        await self._snapshot_where(lambda held: self.cadence.due(
-            held.records, held.epochs, now - held.snapshotted))
 
-    async def checkpoint_between_batches(self) -> None:
-        """Snapshot the stages due, once the batch in flight (if any) is delivered; none when a
-        batch was cut short."""
-        async with self._batch:
-            if self._settled:
-                await self.checkpoint()
+        def due(partition: int, held: _Held) -> bool:
+            end = log_ends.get(partition)
+            return self.cadence.due(held.records, held.epochs, now - held.snapshotted,
+                                    caught_up=end is not None and held.next >= end)
+
+        await self._snapshot_where(due)
 
     @contextlib.asynccontextmanager
     async def batch(self) -> AsyncIterator[None]:
@@ -204,16 +203,16 @@ class PartitionStages:
                 log.warning(f"{self.topic}: not snapshotted on stop: a batch was cut short "
                             "before its outputs were delivered (its records will be replayed)")
                 return
-            written = await self._snapshot_where(lambda held: held.records > 0)
+            written = await self._snapshot_where(lambda _, held: held.records > 0)
             if written:
                 log.info("%s: snapshotted the %s stage of partitions %s on stop", self.snapshots,
                          self.name, written)
 
-    async def _snapshot_where(self, due: Callable[[_Held], bool]) -> list[int]:
+    async def _snapshot_where(self, due: Callable[[int, _Held], bool]) -> list[int]:
         """Snapshot the partitions ``due`` (not being recovered); returns those written."""
         written = []
         for partition, held in list(self._held.items()):
-            if due(held) and partition not in self._recovering:
+            if due(partition, held) and partition not in self._recovering:
                 try:
                     await self._snapshot(partition, held)
                     written.append(partition)

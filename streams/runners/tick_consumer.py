@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -52,7 +52,7 @@ class Stages(Protocol):
 
     async def recover(self, partition: int, offset: int) -> None: ...
 
-    async def checkpoint(self) -> None: ...
+    async def checkpoint(self, log_ends: Mapping[int, int | None]) -> None: ...
 
     def batch(self) -> AbstractAsyncContextManager[None]: ...
 
@@ -119,7 +119,8 @@ class TickConsumer(Service):
                         [record for records in batch.values() for record in records]))
                     await self._commit(consumer, {tp: records[-1].offset + 1
                                                   for tp, records in batch.items()})
-                    await self._stages.checkpoint()
+                    await self._stages.checkpoint({tp.partition: consumer.highwater(tp)
+                                                   for tp in batch})
 
     def _admit(self, consumer: AIOKafkaConsumer, tp: TopicPartition, offset: int) -> bool:
         """Whether the partition's records from ``offset`` can be handled now; if not, the

@@ -1,5 +1,5 @@
 """When a stage partition is snapshotted: by slots of event time, no more often than the
-minimum interval, or by records, whatever the interval."""
+minimum interval while it lags behind its log's end, or by records, whatever the interval."""
 
 from __future__ import annotations
 
@@ -26,24 +26,25 @@ CADENCE = RecoveryConfig.of(Settings(snapshot_every_epochs=6, snapshot_every_rec
                                      snapshot_min_interval_seconds=10.0))
 
 
-@pytest.mark.parametrize(("records", "epochs", "seconds", "due"), [
-    (240, 6, 3600.0 * 6, True),  # live: six slots, hours apart
-    (240, 5, 3600.0 * 6, False),  # not yet six slots
-    (1_440, 6, 0.05, False),  # catching up: six slots in a few milliseconds
-    (1_440, 6, 10.0, True),  # ... once the interval has passed
-    (20_000, 0, 0.0, True),  # the records bound holds whatever the interval
-    (19_999, 1_000, 9.9, False),
-    (0, 6, 3600.0 * 6, False),  # nothing taken since the last snapshot
+@pytest.mark.parametrize(("records", "epochs", "seconds", "caught_up", "due"), [
+    (240, 6, 3600.0 * 6, True, True),  # live: six slots, hours apart
+    (240, 5, 3600.0 * 6, True, False),  # not yet six slots
+    (1_440, 6, 0.05, False, False),  # catching up: six slots in a few milliseconds
+    (1_440, 6, 10.0, False, True),  # ... once the interval has passed
+    (1_440, 6, 0.05, True, True),  # ... or once caught up with the log
+    (20_000, 0, 0.0, False, True),  # the records bound holds whatever the interval
+    (19_999, 1_000, 9.9, False, False),
+    (0, 6, 3600.0 * 6, True, False),  # nothing taken since the last snapshot
 ])
 def test_a_stage_is_snapshotted_by_slots_no_faster_than_the_interval_or_by_records(
-        records, epochs, seconds, due):
-    assert CADENCE.due(records, epochs, seconds) is due
+        records, epochs, seconds, caught_up, due):
+    assert CADENCE.due(records, epochs, seconds, caught_up) is due
 
 
 def test_a_zero_interval_snapshots_every_few_slots_however_fast_they_pass():
     cadence = RecoveryConfig.of(Settings(snapshot_every_epochs=3,
                                          snapshot_min_interval_seconds=0))
-    assert cadence.due(1, 3, 0.0) and not cadence.due(1, 2, 0.0)
+    assert cadence.due(1, 3, 0.0, False) and not cadence.due(1, 2, 0.0, False)
 
 
 class MemoryState:
@@ -82,7 +83,7 @@ class Clock:
         return self.now
 
 
-async def test_a_stage_held_back_by_the_interval_is_snapshotted_between_batches_once_it_passed():
+async def test_a_stage_is_held_back_by_the_interval_only_while_it_lags_behind_its_log():
     ticks = synthetic_ticks(SyntheticMarketSpec(seed=3, n_markets=1, days=1))
     data = build_market_data(ticks, 3600.0)
     config = PipelineConfig(data.markets, 3600.0, PolicySpec("greedy"))
@@ -97,27 +98,27 @@ async def test_a_stage_held_back_by_the_interval_is_snapshotted_between_batches_
     for event in trace_events(ticks, []):
         slots[int(event.event_time.timestamp() // 3600)].append(event)
     order = sorted(slots)
-    batches = [[e for s in order[i:i + 3] for e in slots[s]] for i in range(0, 12, 3)]
+    batches = [[e for s in order[i:i + 3] for e in slots[s]] for i in range(0, 15, 3)]
+    log_end = sum(map(len, batches))
     await stages.recover(0, 0)
     offset = 0
 
-    async def take(events: list) -> None:
+    async def take(events: list, end: int | None = log_end) -> None:
         nonlocal offset
         async with stages.batch():
             for event in events:
                 stages.process(Message(settings.topics.market_ticks, dump_event(event),
                                        event.key.encode(), 0, offset, None))
                 offset += 1
-            await stages.checkpoint()
+            await stages.checkpoint({0: end})
 
     await take(batches[0])  # two slots passed: the first snapshot is due at once
     assert state.written == [(0, offset)]
-    await take(batches[1])  # two more slots, within the interval: held back
-    await take(batches[2])
-    await stages.checkpoint_between_batches()
+    await take(batches[1])  # two more slots within the interval, far from the log's end
+    await take(batches[2], end=None)  # (or the end unknown)
     assert state.written == [(0, len(batches[0]))]
-    clock.now += 10.0  # nothing more comes; between batches, the interval has passed
-    await stages.checkpoint_between_batches()
-    assert state.written == [(0, len(batches[0])), (0, offset)]
-    await stages.checkpoint_between_batches()  # nothing taken since
-    assert len(state.written) == 2
+    clock.now += 10.0  # the interval has passed
+    await take(batches[3])
+    assert state.written[1:] == [(0, offset)]
+    await take(batches[4])  # within the interval again, but the log's end is reached
+    assert state.written[2:] == [(0, offset)] and offset == log_end

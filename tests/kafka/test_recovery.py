@@ -12,7 +12,7 @@ import re
 import signal
 import zlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -378,7 +378,7 @@ async def test_a_partition_recovers_while_the_consumer_keeps_polling_and_its_gro
             self.recovered_at = len(handled)
             self.next[partition] = offset
 
-        async def checkpoint(self) -> None:
+        async def checkpoint(self, log_ends: Mapping[int, int | None]) -> None:
             checkpoints.append(len(handled))
 
         def batch(self) -> contextlib.nullcontext[None]:

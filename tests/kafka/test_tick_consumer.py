@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
@@ -65,13 +65,15 @@ async def test_a_batch_is_committed_only_after_its_deliveries_and_stop_waits_for
         async def recover(self, partition: int, offset: int) -> None:
             raise AssertionError("nothing to recover")
 
-        async def checkpoint(self) -> None:
+        async def checkpoint(self, log_ends: Mapping[int, int | None]) -> None:
             checkpoints.append(await committed(settings, 2))
+            ends.append(dict(log_ends))
 
         def batch(self) -> contextlib.nullcontext[None]:
             return contextlib.nullcontext()
 
     checkpoints: list[dict[int, int | None]] = []
+    ends: list[dict[int, int | None]] = []
     consumer = TickConsumer(settings, handle, Ready())
     await consumer.start()
     try:
@@ -95,6 +97,8 @@ async def test_a_batch_is_committed_only_after_its_deliveries_and_stop_waits_for
     assert all(offsets[p] == list(range(len(offsets[p]))) for p in (0, 1))
     assert await committed(settings, 2) == {p: len(offsets[p]) or None for p in (0, 1)}
     assert checkpoints == [{p: len(offsets[p]) or None for p in (0, 1)}]  # after the commit
+    # ... told where the log of each partition of the batch ends
+    assert ends == [{p: {0: 7, 1: 3}[p] for p in (0, 1) if offsets[p]}]
 
 
 @pytest.mark.slow  # a worker process, and a replay through it

@@ -45,7 +45,7 @@ from streams.pipeline.stage import Message
 from streams.runners.collector import QuietCollector
 from streams.runners.memory import Observer
 from streams.runners.recovery import PartitionStages, record_message
-from streams.runners.tick_consumer import TickConsumer
+from streams.runners.tick_consumer import TickConsumer, log_end
 from streams.runtime import rate_limit_handlers
 from streams.settings import Settings, env_name
 
@@ -166,8 +166,8 @@ class KafkaRunner:
     def _log_ends(self, batch: Sequence[faust.EventT]) -> dict[int, int | None]:
         """The next offset of the log of each partition in an agent's ``batch``, as the
         consumer last heard from the broker."""
-        consumer = self.app.consumer
-        return {event.message.partition: consumer.highwater(event.message.tp)
+        highwater = self.app.consumer.highwater
+        return {event.message.partition: log_end(highwater, event.message.tp)
                 for event in batch}
 
     def _delivered(self) -> None:

@@ -57,6 +57,16 @@ class Stages(Protocol):
     def batch(self) -> AbstractAsyncContextManager[None]: ...
 
 
+def log_end(highwater: Callable[[Any], int | None], tp: Any) -> int | None:
+    """The next offset of partition ``tp``'s log as a consumer last heard it from the broker
+    (``highwater``, its method); ``None`` when unknown: not fetched yet, or revoked meanwhile
+    (aiokafka asserts that the partition is assigned)."""
+    try:
+        return highwater(tp)
+    except AssertionError:
+        return None
+
+
 def group_id(settings: Settings) -> str:
     """The consumer group of the market-ticks path."""
     return f"{settings.app_id}.market-ticks"
@@ -119,7 +129,7 @@ class TickConsumer(Service):
                         [record for records in batch.values() for record in records]))
                     await self._commit(consumer, {tp: records[-1].offset + 1
                                                   for tp, records in batch.items()})
-                    await self._stages.checkpoint({tp.partition: consumer.highwater(tp)
+                    await self._stages.checkpoint({tp.partition: log_end(consumer.highwater, tp)
                                                    for tp in batch})
 
     def _admit(self, consumer: AIOKafkaConsumer, tp: TopicPartition, offset: int) -> bool:

@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator
 
 import pytest
-from aiokafka import ConsumerRecord
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from prometheus_client import CollectorRegistry
 
 from solver.market import build_market_data
@@ -20,6 +20,7 @@ from streams.pipeline.declaration import PIPELINE, PipelineConfig
 from streams.pipeline.stage import Message
 from streams.replay import trace_events
 from streams.runners.recovery import PartitionStages, RecoveryConfig
+from streams.runners.tick_consumer import log_end
 from streams.settings import Settings
 
 CADENCE = RecoveryConfig.of(Settings(snapshot_every_epochs=6, snapshot_every_records=20_000,
@@ -122,3 +123,8 @@ async def test_a_stage_is_held_back_by_the_interval_only_while_it_lags_behind_it
     assert state.written[1:] == [(0, offset)]
     await take(batches[4])  # within the interval again, but the log's end is reached
     assert state.written[2:] == [(0, offset)] and offset == log_end
+
+
+async def test_the_log_end_of_a_partition_the_consumer_does_not_hold_is_unknown():
+    consumer = AIOKafkaConsumer(bootstrap_servers="127.0.0.1:9")  # never started
+    assert log_end(consumer.highwater, TopicPartition("market-ticks", 0)) is None

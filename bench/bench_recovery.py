@@ -449,9 +449,10 @@ def main() -> None:
     parser.add_argument("--job-partitions", type=int, default=1)
     parser.add_argument("--market-partitions", type=int, default=4)
     parser.add_argument("--policy", default=RECOMMENDED)
-    parser.add_argument("--snapshot-every-epochs", type=int, default=6)
-    parser.add_argument("--snapshot-every-records", type=int, default=20_000)
-    parser.add_argument("--snapshot-min-interval-seconds", type=float, default=10.0)
+    for field, kind in (("snapshot_every_epochs", int), ("snapshot_every_records", int),
+                        ("snapshot_min_interval_seconds", float)):
+        parser.add_argument(f"--{field.replace('_', '-')}", type=kind,
+                            default=Settings.model_fields[field].default)
     parser.add_argument("--margin-hours", type=float, default=0.0,
                         help="retention margin: 0 trims the inputs right behind the snapshots")
     parser.add_argument("--timeout", type=float, default=3600.0)

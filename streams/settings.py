@@ -99,7 +99,8 @@ class Settings(BaseSettings):
         20_000, ge=1, description="Records after which a stage's partition is snapshotted")
     snapshot_min_interval_seconds: float = Field(
         10.0, ge=0, description="Shortest time between two snapshots of a stage's partition "
-        "by its slots of event time: a worker catching up on a backlog snapshots by records")
+        "by its slots of event time while it lags behind its input: a worker catching up on a "
+        "backlog snapshots by records")
     retention_margin_hours: float = Field(
         24.0, ge=0, description="Input kept beyond what the previous snapshot covers, by Kafka "
         "timestamp")

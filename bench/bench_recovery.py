@@ -286,6 +286,7 @@ def run(args: argparse.Namespace, bootstrap: str, workdir: Path, data_dir: Path 
     options = {"snapshot_every_epochs": args.snapshot_every_epochs,
                "snapshot_every_records": args.snapshot_every_records,
                "snapshot_min_interval_seconds": args.snapshot_min_interval_seconds,
+               "snapshot_delay_seconds": args.snapshot_delay_seconds,
                "retention_margin_hours": args.margin_hours}
     settings = settings_for(bootstrap, workdir, write_catalogue(list(data.markets)),
                             job_partitions=args.job_partitions,
@@ -450,7 +451,8 @@ def main() -> None:
     parser.add_argument("--market-partitions", type=int, default=4)
     parser.add_argument("--policy", default=RECOMMENDED)
     for field, kind in (("snapshot_every_epochs", int), ("snapshot_every_records", int),
-                        ("snapshot_min_interval_seconds", float)):
+                        ("snapshot_min_interval_seconds", float),
+                        ("snapshot_delay_seconds", float)):
         parser.add_argument(f"--{field.replace('_', '-')}", type=kind,
                             default=Settings.model_fields[field].default)
     parser.add_argument("--margin-hours", type=float, default=0.0,

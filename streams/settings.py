@@ -101,6 +101,9 @@ class Settings(BaseSettings):
         10.0, ge=0, description="Shortest time between two snapshots of a stage's partition "
         "by its slots of event time while it lags behind its input: a worker catching up on a "
         "backlog snapshots by records")
+    snapshot_delay_seconds: float = Field(
+        1.0, ge=0, description="How long after the batch that made it due a caught-up stage's "
+        "partition is snapshotted by its slots: after the epoch's decisions, not in their way")
     retention_margin_hours: float = Field(
         24.0, ge=0, description="Input kept beyond what the previous snapshot covers, by Kafka "
         "timestamp")

@@ -30,7 +30,9 @@ records, or moved ``snapshot_every_epochs`` slots of event time over at least
 ``retention_margin_hours``) is trimmed. The interval holds back only a stage whose partition
 lags behind its log's end: a worker catching up on a backlog passes many slots a second, and
 snapshots by records; one that has caught up is snapshotted as it would be live, so it is
-not left with a tail to replay.
+not left with a tail to replay. Live, the batch that makes a stage due by slots is the one
+that closed a slot, and the epoch's decisions are still on their way through the worker's
+other stages: its snapshot is taken ``snapshot_delay_seconds`` later, between two batches.
 
 On a graceful stop, once the batch in flight is delivered, every stage that took records since
 its last snapshot is snapshotted (:meth:`PartitionStages.snapshot_all`), so that the worker
@@ -86,6 +88,8 @@ class _Held:
     """The slot of the latest event time taken."""
     snapshotted: float = -math.inf
     """When the stage was last snapshotted (monotonic seconds)."""
+    deferred: bool = False
+    """Due by slots, to be snapshotted after the delay."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,21 +99,29 @@ class RecoveryConfig:
     every_epochs: int
     every_records: int
     min_interval_seconds: float
+    delay_seconds: float
     margin_seconds: float
 
     @staticmethod
     def of(settings: Settings) -> RecoveryConfig:
         return RecoveryConfig(settings.snapshot_every_epochs, settings.snapshot_every_records,
                               settings.snapshot_min_interval_seconds,
+                              settings.snapshot_delay_seconds,
                               settings.retention_margin_hours * 3600.0)
 
-    def due(self, records: int, epochs: int, seconds: float, caught_up: bool) -> bool:
-        """Whether a stage that took ``records`` records spanning ``epochs`` slots of event
-        time in the ``seconds`` since its last snapshot is due for one, ``caught_up`` or not
-        with its partition's log (module doc)."""
-        return records >= self.every_records or (
-            records > 0 and epochs >= self.every_epochs
-            and (caught_up or seconds >= self.min_interval_seconds))
+    def due_in(self, records: int, epochs: int, seconds: float, caught_up: bool
+               ) -> float | None:
+        """In how many seconds a stage that took ``records`` records spanning ``epochs`` slots
+        of event time in the ``seconds`` since its last snapshot is to be snapshotted,
+        ``caught_up`` or not with its partition's log; ``None`` when it is not due (module
+        doc)."""
+        if records >= self.every_records:
+            return 0.0
+        if records == 0 or epochs < self.every_epochs:
+            return None
+        if caught_up:
+            return self.delay_seconds
+        return 0.0 if seconds >= self.min_interval_seconds else None
 
 
 class PartitionStages:
@@ -138,6 +150,8 @@ class PartitionStages:
         self._settled = True
         """Whether every message taken had its outputs delivered (no batch was cut short)."""
         self._stopping = False
+        self._later: asyncio.Task[None] | None = None
+        """The snapshots deferred by the delay (module doc), once it has passed."""
 
     def ready(self, partition: int, offset: int) -> bool:
         """Whether the partition's stage can take the message at ``offset`` now (not while it
@@ -177,12 +191,24 @@ class PartitionStages:
             return
         now = self.clock()
 
-        def due(partition: int, held: _Held) -> bool:
+        def due_now(partition: int, held: _Held) -> bool:
             end = log_ends.get(partition)
-            return self.cadence.due(held.records, held.epochs, now - held.snapshotted,
-                                    caught_up=end is not None and held.next >= end)
+            due_in = self.cadence.due_in(held.records, held.epochs, now - held.snapshotted,
+                                         caught_up=end is not None and held.next >= end)
+            held.deferred = held.deferred or (due_in is not None and due_in > 0)
+            return due_in == 0
 
-        await self._snapshot_where(due)
+        await self._snapshot_where(due_now)
+        if self._later is None and any(held.deferred for held in self._held.values()):
+            self._later = asyncio.ensure_future(self._snapshot_deferred())
+
+    async def _snapshot_deferred(self) -> None:
+        """Once the delay has passed, between two batches: snapshot the stages deferred."""
+        await asyncio.sleep(self.cadence.delay_seconds)
+        async with self._batch:
+            self._later = None
+            if self._settled and not self._stopping:
+                await self._snapshot_where(lambda _, held: held.deferred)
 
     @contextlib.asynccontextmanager
     async def batch(self) -> AsyncIterator[None]:
@@ -199,6 +225,8 @@ class PartitionStages:
         once the batch in flight is delivered."""
         async with self._batch:
             self._stopping = True
+            if self._later is not None:  # waiting for the delay or for this lock
+                self._later.cancel()
             if not self._settled:
                 log.warning(f"{self.topic}: not snapshotted on stop: a batch was cut short "
                             "before its outputs were delivered (its records will be replayed)")
@@ -322,6 +350,7 @@ class PartitionStages:
         pickled = pickle_state(held.driver.stage, self.environment)
         offset, taken = held.next, time.time()
         held.records = held.epochs = 0
+        held.deferred = False
         held.snapshotted = self.clock()
         blob = await asyncio.to_thread(seal, pickled, stage=self.name, partition=partition,
                                        offset=offset, settings=self.fingerprint, taken=taken,

@@ -125,6 +125,13 @@ class Partition:
             self.feed(events)
             await self.stages.checkpoint({0: self.log_end if end == -1 else end})
 
+    async def after_delay(self) -> None:
+        """Wait out the delay, then for a deferred snapshot to be written (it is taken under
+        the stages' batch lock, whose waiters go in turn)."""
+        await asyncio.sleep(3 * DELAY)
+        async with self.stages.batch():
+            pass
+
     def feed(self, events: list) -> None:
         for event in events:
             self.stages.process(Message(self.settings.topics.market_ticks, dump_event(event),
@@ -145,7 +152,7 @@ async def test_a_stage_is_held_back_by_the_interval_only_while_it_lags_behind_it
     assert written[1:] == [(0, partition.offset)]
     await partition.take(batches[4])  # within the interval again, but the log's end is reached:
     assert written[2:] == [] and partition.offset == partition.log_end  # not in the decisions'
-    await asyncio.sleep(3 * DELAY)  # way, but once the delay has passed
+    await partition.after_delay()  # way, but once the delay has passed
     assert written[2:] == [(0, partition.offset)]
 
 
@@ -158,7 +165,8 @@ async def test_a_deferred_snapshot_waits_for_the_batch_in_flight_and_covers_it()
         partition.feed(partition.batches[2])
         await asyncio.sleep(3 * DELAY)
         assert partition.state.written == []
-    await asyncio.sleep(DELAY / 5)  # taken once the batch is done, at its end
+    async with partition.stages.batch():  # taken once the batch is done (before the next),
+        pass  # at its end
     assert partition.state.written == [(0, partition.offset)]
 
 
@@ -168,7 +176,7 @@ async def test_a_stop_within_the_delay_snapshots_the_stage_once():
     await partition.take(partition.batches[2])  # caught up and due by slots: deferred
     written = partition.state.written[:]
     await partition.stages.snapshot_all()
-    await asyncio.sleep(3 * DELAY)
+    await partition.after_delay()
     assert partition.state.written == [*written, (0, partition.offset)]
 
 

@@ -26,10 +26,15 @@ def age_bucket(age: int) -> int:
     return max(0, bisect.bisect_right(AGE_EDGES, age) - 1)
 
 
-def age_advance() -> np.ndarray:
-    """Per bucket, the probability that a surviving run moves to the next bucket."""
+def _age_advance() -> np.ndarray:
     widths = np.diff(AGE_EDGES).astype(float)
-    return np.append(1.0 / widths, 0.0)
+    advance = np.append(1.0 / widths, 0.0)
+    advance.setflags(write=False)
+    return advance
+
+
+AGE_ADVANCE = _age_advance()
+"""Per bucket, the probability that a surviving run moves to the next bucket (read-only)."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,7 @@ class HazardTable:
         if state not in (0, 1) or age < 1:
             raise ValueError(f"state={state!r} age={age!r}: expected state 0 or 1, age >= 1")
         on = self.on_probability(-since, since + horizon)
-        return _propagate(on, age_advance(), state, age_bucket(age))[since:]
+        return _propagate(on, AGE_ADVANCE, state, age_bucket(age))[since:]
 
     def to_wire(self) -> dict[str, Any]:
         """A JSON-ready form; :meth:`from_wire` restores an equal table."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 
 from solver.forecast.base import Described, check_cycle, check_horizon, unknown
 from solver.forecast.hazards import AGE_EDGES, HazardTable, age_bucket
@@ -122,15 +123,8 @@ class SemiMarkovAvailability(Described):
         return self._table
 
     def _estimate(self) -> HazardTable:
-        exposure = self._exposure / self._weight
-        ended = self._ended / self._weight
-        overall = (ended.sum(axis=(1, 2)) + 0.5) / (exposure.sum(axis=(1, 2)) + 1.0)
-        by_age: np.ndarray = np.empty(exposure.shape[:2])
-        for b in range(by_age.shape[1]):
-            prior = overall if b == 0 else by_age[:, b - 1]
-            by_age[:, b] = (ended[:, b].sum(axis=1) + self.age_prior * prior) / (
-                exposure[:, b].sum(axis=1) + self.age_prior)
-        hazard = (ended + self.day_prior * by_age[:, :, None]) / (exposure + self.day_prior)
+        hazard = _shrunk_hazards(self._exposure, self._ended, self._weight, self.age_prior,
+                                 self.day_prior)
         return HazardTable(hazard=hazard, period=self.period,
                            next_position=(self._slot + self.phase) % self.period)
 
@@ -146,3 +140,23 @@ class SemiMarkovAvailability(Described):
 
     def _day(self, slot: int) -> int:
         return (slot + self.phase) % self.period * self._exposure.shape[2] // self.period
+
+
+@njit(cache=True)
+def _shrunk_hazards(exposure: np.ndarray, ended: np.ndarray, weight: float, age_prior: float,
+                    day_prior: float) -> np.ndarray:
+    """Hazards ``(state, age bucket, day bucket)`` from the weighted counts, each shrunk
+    towards the coarser estimate (module doc): a state's first age bucket towards its overall
+    rate, each older bucket towards the one before it, each day cell towards its age bucket."""
+    exposure, ended = exposure / weight, ended / weight
+    states, ages, days = exposure.shape
+    hazard = np.empty(exposure.shape)
+    for s in range(states):
+        prior = (ended[s].sum() + 0.5) / (exposure[s].sum() + 1.0)
+        for b in range(ages):
+            rate = (ended[s, b].sum() + age_prior * prior) / (exposure[s, b].sum() + age_prior)
+            for d in range(days):
+                hazard[s, b, d] = (ended[s, b, d] + day_prior * rate) / (
+                    exposure[s, b, d] + day_prior)
+            prior = rate
+    return hazard

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from solver.forecast.hazards import age_advance
+from solver.forecast.hazards import AGE_ADVANCE
 
 IDLE, SPOT, ON_DEMAND = 0, 1, 2
 """Actions, and the modes a job holds."""
@@ -147,7 +147,7 @@ class Solution:
             raise ValueError(f"t={t!r}: expected a slot in 0..{self.slots - 1}")
         out = np.empty(3)
         _q(self.values, self.model.on, self.model.price, _params(self.job, self.step, self.offset),
-           age_advance(), t, state_index(mode, capacity, self.job.overhead, owed), bucket,
+           AGE_ADVANCE, t, state_index(mode, capacity, self.job.overhead, owed), bucket,
            slack, out)
         return out
 
@@ -200,7 +200,7 @@ def solve(job: SingleJob, model: SpotModel, max_slack: float, window: int | None
                          f"{MAX_CELLS} (slot, slack) cells")
     grid, step, offset = grid_for(max_slack)
     values = _solve(slots, grid, state_count(job.overhead), model.on, model.price,
-                    _params(job, step, offset), age_advance())
+                    _params(job, step, offset), AGE_ADVANCE)
     return Solution(job, model, values, step, offset)
 
 

@@ -62,6 +62,26 @@ def test_a_run_older_than_the_oldest_bucket_keeps_its_hazard():
     assert 0.0 < model.forecast(5)[-1] <= 1.0
 
 
+def test_each_estimate_shrinks_towards_the_coarser_one():
+    """Every (state, age, day) hazard is the module doc's shrinkage of the counts, written
+    here with whole-array sums."""
+    model = SemiMarkovAvailability(PERIOD, 5, day_buckets=4, half_life_cycles=2.0,
+                                   age_prior=8.0, day_prior=32.0)
+    series = semi_markov_series(3_000, seed=5)
+    series[::97] = np.nan
+    for y in series:
+        model.learn_one(y)
+    exposure, ended = model._exposure / model._weight, model._ended / model._weight
+    overall = (ended.sum(axis=(1, 2)) + 0.5) / (exposure.sum(axis=(1, 2)) + 1.0)
+    prior, by_age = overall, []
+    for b in range(len(AGE_EDGES)):
+        prior = (ended[:, b].sum(axis=1) + 8.0 * prior) / (exposure[:, b].sum(axis=1) + 8.0)
+        by_age.append(prior)
+    expected = (ended + 32.0 * np.stack(by_age, axis=1)[:, :, None]) / (exposure + 32.0)
+    assert np.allclose(model.hazards().hazard, expected, rtol=1e-12, atol=0.0)
+    assert np.any(model._exposure == 0) and np.any(model._ended > 0)
+
+
 class _ReadsOutlooks:
     """A policy that idles and keeps the outlooks it was shown at one slot."""
 

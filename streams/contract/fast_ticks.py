@@ -45,6 +45,9 @@ a few hundred bytes; a longer one takes the standard path)."""
 MARKETS_REMEMBERED = 4096
 """Market keys found plainly valid that are remembered, so as not to match them again."""
 _plain_markets: set[str] = set()
+TIMES_REMEMBERED = 1024
+"""Tick times last read that are remembered, with the UTC time each gives."""
+_times: dict[str, datetime] = {}
 _new = object.__new__
 _set = object.__setattr__
 
@@ -122,9 +125,13 @@ def _plain_market(market: object) -> bool:
 
 
 def _utc_time(value: object) -> datetime | None:
-    """The UTC time of an ISO-8601 string with an offset within the accepted range."""
+    """The UTC time of an ISO-8601 string with an offset within the accepted range (the
+    latest ones read are remembered: the ticks of many markets share their times)."""
     if type(value) is not str:
         return None
+    time = _times.get(value)
+    if time is not None:
+        return time
     try:
         time = datetime.fromisoformat(value)
         if time.tzinfo is None:
@@ -132,4 +139,9 @@ def _utc_time(value: object) -> datetime | None:
         time = time.astimezone(UTC)
     except (ValueError, OverflowError):
         return None
-    return time if EARLIEST_TIME <= time <= LATEST_TIME else None
+    if not EARLIEST_TIME <= time <= LATEST_TIME:
+        return None
+    if len(_times) >= TIMES_REMEMBERED:
+        _times.clear()
+    _times[value] = time
+    return time

@@ -91,7 +91,20 @@ def field_error(field: str, value: object, what: str) -> PydanticCustomError:
 
 def iso(time: datetime) -> str:
     """A UTC time as the wire writes it: ``2024-05-01T12:00:00Z`` (microseconds when any)."""
-    return time.isoformat().replace("+00:00", "Z")
+    if time.tzinfo is not UTC:
+        return time.isoformat().replace("+00:00", "Z")
+    text = _isos.get(time)
+    if text is None:
+        if len(_isos) >= ISOS_REMEMBERED:
+            _isos.clear()
+        text = _isos[time] = time.isoformat().replace("+00:00", "Z")
+    return text
+
+
+ISOS_REMEMBERED = 1024
+"""UTC times last written that are remembered with their text: an epoch's decisions, and the
+ticks of many markets, share theirs."""
+_isos: dict[datetime, str] = {}
 
 
 def utc(seconds: float) -> datetime:

@@ -15,6 +15,7 @@ of the event models.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import get_args
 
 from streams.contract.events import AvailabilityReason, AvailabilityTick, PriceTick
@@ -47,7 +48,6 @@ MARKETS_REMEMBERED = 4096
 _plain_markets: set[str] = set()
 TIMES_REMEMBERED = 1024
 """Tick times last read that are remembered, with the UTC time each gives."""
-_times: dict[str, datetime] = {}
 _new = object.__new__
 _set = object.__setattr__
 
@@ -125,13 +125,14 @@ def _plain_market(market: object) -> bool:
 
 
 def _utc_time(value: object) -> datetime | None:
-    """The UTC time of an ISO-8601 string with an offset within the accepted range (the
-    latest ones read are remembered: the ticks of many markets share their times)."""
-    if type(value) is not str:
-        return None
-    time = _times.get(value)
-    if time is not None:
-        return time
+    """The UTC time of an ISO-8601 string with an offset within the accepted range."""
+    return _utc_time_of(value) if type(value) is str else None
+
+
+@lru_cache(maxsize=TIMES_REMEMBERED)
+def _utc_time_of(value: str) -> datetime | None:
+    """:func:`_utc_time` of a string (the latest ones read are remembered: the ticks of many
+    markets share their times)."""
     try:
         time = datetime.fromisoformat(value)
         if time.tzinfo is None:
@@ -139,9 +140,4 @@ def _utc_time(value: object) -> datetime | None:
         time = time.astimezone(UTC)
     except (ValueError, OverflowError):
         return None
-    if not EARLIEST_TIME <= time <= LATEST_TIME:
-        return None
-    if len(_times) >= TIMES_REMEMBERED:
-        _times.clear()
-    _times[value] = time
-    return time
+    return time if EARLIEST_TIME <= time <= LATEST_TIME else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Annotated, Any
 
 from pydantic import (
@@ -91,20 +92,23 @@ def field_error(field: str, value: object, what: str) -> PydanticCustomError:
 
 def iso(time: datetime) -> str:
     """A UTC time as the wire writes it: ``2024-05-01T12:00:00Z`` (microseconds when any)."""
-    if time.tzinfo is not UTC:
-        return time.isoformat().replace("+00:00", "Z")
-    text = _isos.get(time)
-    if text is None:
-        if len(_isos) >= ISOS_REMEMBERED:
-            _isos.clear()
-        text = _isos[time] = time.isoformat().replace("+00:00", "Z")
-    return text
+    return _utc_iso(time) if time.tzinfo is UTC else _iso(time)
 
 
 ISOS_REMEMBERED = 1024
 """UTC times last written that are remembered with their text: an epoch's decisions, and the
 ticks of many markets, share theirs."""
-_isos: dict[datetime, str] = {}
+
+
+@lru_cache(maxsize=ISOS_REMEMBERED)
+def _utc_iso(time: datetime) -> str:
+    """:func:`iso` of a UTC time, remembered (a time of another zone that equals it keeps its
+    own offset, so only UTC ones are)."""
+    return _iso(time)
+
+
+def _iso(time: datetime) -> str:
+    return time.isoformat().replace("+00:00", "Z")
 
 
 def utc(seconds: float) -> datetime:

@@ -41,20 +41,27 @@ def loads(raw: bytes, max_nesting: int) -> dict[str, Any] | None:
     """``raw`` decoded as ``json`` decodes it, when it is a JSON object of unique field names
     nested at most ``max_nesting`` levels that orjson reads as ``json`` does; otherwise
     ``None``: the standard path reads it and says what is wrong, if anything."""
-    if (b"\\" in raw or _long_integer(raw)
+    if (b"\\" in raw
             or (len(raw) > 2 * MAX_CONTAINERS  # too short to open more
                 and raw.count(b"[") + raw.count(b"{") > MAX_CONTAINERS)):
         return None
     data = orjson_object(raw)
     if data is None or not _nests_within(raw, max_nesting):
         return None
-    # Without escapes every '"' delimits a string, in ``raw`` and in what orjson writes of
-    # ``data`` alike: a field orjson dropped (the first of a repeated one) leaves fewer in the
-    # latter.
     try:
         written = orjson.dumps(data)
     except orjson.JSONEncodeError:
         return None
+    if written == raw:
+        # orjson writes back exactly what it read (as it does what the codec wrote): every
+        # field is there and every integer is one (a float is written with a point or an
+        # exponent, which no integer has).
+        return data
+    if _long_integer(raw):
+        return None
+    # Without escapes every '"' delimits a string, in ``raw`` and in what orjson writes of
+    # ``data`` alike: a field orjson dropped (the first of a repeated one) leaves fewer in the
+    # latter.
     return data if written.count(b'"') == raw.count(b'"') else None
 
 

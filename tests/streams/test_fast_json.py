@@ -38,6 +38,14 @@ def test_what_orjson_reads_is_what_json_reads(data):
 
 
 @given(objects)
+def test_what_orjson_reads_of_json_it_would_write_otherwise_is_what_json_reads(data):
+    raw = json.dumps(data, ensure_ascii=False).encode()  # spaced: not as orjson writes it
+    fast = fast_json.loads(raw, MAX_NESTING)
+    if fast is not None:
+        assert typed(fast) == typed(json.loads(raw))
+
+
+@given(objects)
 def test_what_orjson_writes_is_what_json_writes(data):
     fast = fast_json.dumps(data)
     if fast is not None:
@@ -71,6 +79,8 @@ def test_the_nesting_limit_counts_arrays_and_objects_not_brackets_in_strings(dat
     b'{"a":{"b":1,"b":2}}',
     b'{"offset":18446744073709551616}',  # beyond 64 bits: orjson reads a float
     b'{"offset":-9223372036854775809}',
+    b'{"a": 1, "a": 2}',  # the same, spaced: orjson does not write them back as they came
+    b'{"offset": 18446744073709551616}',
     b'{"a":' + b"[" * 2000 + b"]" * 2000 + b"}",  # nesting orjson may not survive
     b'{"a":[[[[[[1]]]]]]}',  # deeper than MAX_NESTING
     b'{"market":"a\\/b"}',  # an escape

@@ -49,7 +49,7 @@ from streams.pipeline.snapshot_globals import find_global
 
 FORMAT = 1
 """The layout of a snapshot: header line, then the compressed pickle."""
-STATE_VERSION = 2
+STATE_VERSION = 3
 """The shape of the stages' state; a snapshot of another version is refused."""
 MAGIC = b"spotsched-snapshot "
 COMPRESSION_LEVEL = 1

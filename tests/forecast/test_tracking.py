@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from solver.forecast import ErrorTracker
 
@@ -59,3 +61,26 @@ def test_bad_settings_and_short_forecasts_are_refused():
         ErrorTracker(rate=0)
     with pytest.raises(ValueError, match="price forecast of 1 slots: expected at least window=2"):
         ErrorTracker(window=2).record([1.0], [1.0, 1.0])
+
+
+@given(st.integers(1, 3), st.integers(1, 5),
+       st.lists(st.tuples(st.sampled_from([0.5, 1.0, 2.0, 3.0]), st.sampled_from([1.0, 2.0])),
+                min_size=1, max_size=40))
+def test_the_quantiles_are_those_of_the_latest_residuals_at_each_horizon(window, size, slots):
+    """Each horizon's offsets are the quantiles of its last ``size`` log-ratios of true to
+    forecast price, however many came before (ties included)."""
+    tracker = ErrorTracker(window=window, residuals=size)
+    by_horizon: list[list[float]] = [[] for _ in range(window)]
+    kept: list[tuple[int, float]] = []  # (slot after which made, flat forecast)
+    for slot, (price, forecast) in enumerate(slots):
+        tracker.observe(price, 1)
+        for made, value in kept[-window:]:
+            if (k := slot - made - 1) < window:
+                by_horizon[k].append(math.log(price / value))
+        tracker.record([forecast] * window, [0.5] * window)
+        kept.append((slot, forecast))
+    levels = (0.0, 0.1, 0.5, 0.9, 1.0)
+    offsets = tracker.price_quantile_offsets(levels)
+    for k, residuals in enumerate(by_horizon):
+        expected = np.quantile(residuals[-size:], levels) if residuals else np.zeros(len(levels))
+        np.testing.assert_allclose(offsets[:, k], expected, atol=1e-12)

@@ -103,7 +103,7 @@ class MarketForecaster(Described):
             since = model.since
         levels = self.levels.snapshot()
         capacity = CapacityForecast(
-            np.nan_to_num(ahead.availability, nan=0.0),
+            np.where(np.isnan(ahead.availability), 0.0, ahead.availability),
             levels.distribution(np.arange(since + 1, since + horizon + 1)))
         return MarketOutlook(
             price=ahead.price[None, :] * np.exp(offsets), capacity=capacity, levels=levels,

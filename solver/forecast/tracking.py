@@ -136,15 +136,8 @@ class ErrorTracker:
     def price_quantile_offsets(self, levels: tuple[float, ...]) -> np.ndarray:
         """``(len(levels), window)``: quantiles of the log-ratio of true to forecast price by
         horizon (0 where nothing was scored yet)."""
-        counts = np.minimum(self._residual_n, self.residuals)
-        ordered = self._ordered  # unfilled entries (NaN) last
-        position = np.asarray(levels, dtype=float)[:, None] * np.maximum(counts - 1, 0)
-        low = np.floor(position).astype(np.int64)
-        high = np.minimum(low + 1, np.maximum(counts - 1, 0))
-        rows = np.arange(self.window)[None, :]
-        below, above = ordered[rows, low], ordered[rows, high]
-        out = below + (position - low) * (above - below)
-        return np.where(counts > 0, out, 0.0)
+        return _quantiles(self._ordered, np.minimum(self._residual_n, self.residuals),
+                          np.asarray(levels, dtype=float))
 
     @property
     def availability_brier(self) -> np.ndarray:
@@ -214,6 +207,23 @@ def _score(price: float, availability: float, slot: int, made: np.ndarray,
             brier_sum += brier
             brier_n += 1
     return ape_sum, ape_n, brier_sum, brier_n
+
+
+@njit(cache=True)
+def _quantiles(ordered: np.ndarray, counts: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """Each ``levels`` quantile of each row's first ``counts`` (sorted) entries, interpolated
+    linearly between the two nearest ranks; 0 for a row without any."""
+    out = np.zeros((len(levels), ordered.shape[0]))
+    for k in range(ordered.shape[0]):
+        last = counts[k] - 1
+        if last < 0:
+            continue
+        for q in range(len(levels)):
+            position = levels[q] * last
+            low = math.floor(position)
+            below, above = ordered[k, low], ordered[k, min(low + 1, last)]
+            out[q, k] = below + (position - low) * (above - below)
+    return out
 
 
 @njit(cache=True)

@@ -41,12 +41,13 @@ def loads(raw: bytes, max_nesting: int) -> dict[str, Any] | None:
     """``raw`` decoded as ``json`` decodes it, when it is a JSON object of unique field names
     nested at most ``max_nesting`` levels that orjson reads as ``json`` does; otherwise
     ``None``: the standard path reads it and says what is wrong, if anything."""
-    if (b"\\" in raw
-            or (len(raw) > 2 * MAX_CONTAINERS  # too short to open more
-                and raw.count(b"[") + raw.count(b"{") > MAX_CONTAINERS)):
+    if b"\\" in raw:
+        return None
+    marks = _marks(raw)
+    if marks.count(b"[") > MAX_CONTAINERS:
         return None
     data = orjson_object(raw)
-    if data is None or not _nests_within(raw, max_nesting):
+    if data is None or not _nests_within(marks, max_nesting):
         return None
     try:
         written = orjson.dumps(data)
@@ -90,11 +91,15 @@ def orjson_object(raw: bytes) -> dict[str, Any] | None:
     return data if type(data) is dict else None
 
 
-def _nests_within(raw: bytes, levels: int) -> bool:
-    """Whether the arrays and objects of ``raw``, a JSON text without escapes, nest at most
-    ``levels`` deep. Its shape is its brackets (all written ``[]``) once the strings are
-    taken out; each pass removes the innermost pairs."""
-    marks = raw.translate(_AS_SQUARE, _NOT_SHAPE)
+def _marks(raw: bytes) -> bytes:
+    """The brackets (all written ``[]``) and quotes of ``raw``, in order."""
+    return raw.translate(_AS_SQUARE, _NOT_SHAPE)
+
+
+def _nests_within(marks: bytes, levels: int) -> bool:
+    """Whether the arrays and objects of a JSON text without escapes, of which ``marks`` are
+    the :func:`_marks`, nest at most ``levels`` deep. Its shape is its brackets once the
+    strings are taken out; each pass removes the innermost pairs."""
     shape = marks.replace(b'""', b"")
     if b'"' in shape:  # a string holds a bracket
         shape = _STRING.sub(b"", marks)

@@ -151,9 +151,12 @@ class MarketOutlook:
 
     def to_wire(self) -> dict[str, Any]:
         """A JSON-ready dict (``None`` for unknown numbers)."""
+        price = self.price.tolist()
+        if np.isnan(self.price).any():
+            price = [[_number(v) for v in row] for row in price]
         return {
             "quantile_levels": list(QUANTILE_LEVELS),
-            "price": [[_number(v) for v in row] for row in self.price.tolist()],
+            "price": price,
             "capacity_probability": self.capacity.probability.tolist(),
             "capacity_levels": self.capacity.levels.tolist(),
             "level_shares": self.levels.shares.tolist(),

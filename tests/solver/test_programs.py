@@ -282,3 +282,17 @@ def test_a_job_that_would_buy_on_demand_for_want_of_spot_goes_before_one_that_ca
     assert result["spare"].restarts == 2  # displaced once, then back
     assert all(r.on_demand_instance_hours == 0.0 and r.hard_deadline_met
                for r in result.values())
+
+
+def test_an_outlook_writes_unknown_prices_as_nulls_and_reads_them_back():
+    o = outlook([1.0, 2.0], 0.5)
+    wire = o.to_wire()
+    assert wire["price"] == [[1.0] * 4] * 5 and all(
+        type(v) is float for row in wire["price"] for v in row)
+    price = o.price.copy()
+    price[2, 1] = np.nan
+    unknown = MarketOutlook(price=price, capacity=o.capacity, levels=o.levels,
+                            hazards=o.hazards, run=None)
+    wire = unknown.to_wire()
+    assert wire["price"][2] == [1.0, None, 1.0, 1.0] and wire["price"][1] == [1.0] * 4
+    np.testing.assert_array_equal(MarketOutlook.from_wire(wire).price, price)

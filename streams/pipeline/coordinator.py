@@ -7,8 +7,9 @@ made. Its state depends only on what each market reported, never on the order in
 of different markets arrive, so every interleaving of the market-ticks partitions closes the
 same epochs.
 
-It reads a forecast's envelope only (:func:`~streams.contract.codec.read_forecast_envelope`)
-and relays the message's bytes as they came: the schedulers read the outlook, and reject a
+It reads a forecast's envelope only (:func:`~streams.contract.codec.read_forecast_envelope`;
+what a stage of the same process wrote is not read again, :mod:`streams.pipeline.written`) and
+relays the message's bytes as they came: the schedulers read the outlook, and reject a
 forecast whose outlook they cannot read (planning on their engine's own forecast of that
 market, as for a forecast that never came).
 """
@@ -21,9 +22,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from solver.market import Market
-from streams.contract import EpochClosed, Event, MarketBoundary, PublishedForecast, dump_event
+from streams.contract import (
+    Envelope,
+    EpochClosed,
+    MarketBoundary,
+    PublishedForecast,
+    dump_event,
+)
 from streams.contract.codec import read_forecast_envelope
 from streams.pipeline.stage import Message, RejectedEvent, Relayed, StageOutput, epoch_index
+from streams.pipeline.written import WRITTEN
 
 MAX_OPEN_BOUNDARIES = 100_000
 """Boundaries reported by some markets and not yet by all that the coordinator keeps."""
@@ -47,8 +55,11 @@ class EpochCoordinator:
         self._open: dict[float, _Open] = {}
 
     @staticmethod
-    def decode(raw: bytes) -> Event:
-        return read_forecast_envelope(raw)
+    def decode(raw: bytes) -> Envelope:
+        written = WRITTEN.read(raw)
+        if isinstance(written, PublishedForecast):
+            return written.model_copy(update={"outlook": None})
+        return read_forecast_envelope(raw) if written is None else written
 
     def handle(self, report: MarketBoundary | PublishedForecast,
                message: Message | None = None) -> list[StageOutput]:

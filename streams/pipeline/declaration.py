@@ -45,6 +45,7 @@ from streams.pipeline.driver import Handling, dead_letter
 from streams.pipeline.market_stage import DEFAULT_MAX_FUTURE_SKEW_SECONDS, MarketStage
 from streams.pipeline.scheduler import PartitionScheduler
 from streams.pipeline.stage import AnyStage, Relayed, encoded
+from streams.pipeline.written import WRITTEN
 from streams.settings import Settings, Topics
 
 FOREVER = -1
@@ -175,6 +176,11 @@ PIPELINE: tuple[StageSpec, ...] = (
 )
 """The stages, in the order data flows through them."""
 
+READ_BY_STAGES = frozenset(spec.topic for spec in PIPELINE)
+"""The :class:`Topics` fields of the topics a stage reads: what a stage encodes for one of them
+is remembered (:mod:`streams.pipeline.written`), for the stages of the same process to read
+back without decoding."""
+
 DEAD_LETTERS = "dead_letters"
 """The :class:`Topics` field of the topic every rejected message goes to."""
 
@@ -196,9 +202,12 @@ def sends(spec: StageSpec, handling: Handling, topics: Topics,
     partition count by name); rejected messages go to the dead letters."""
     for output in handling.outputs:
         event = output.event if isinstance(output, Relayed) else output
-        yield from _routed(event, encoded(output), spec.name, [
-            (getattr(topics, route.topic), route.fan_out) for route in spec.targets(event)],
-            partitions)
+        routes = spec.targets(event)
+        value = encoded(output)
+        if output is event and any(route.topic in READ_BY_STAGES for route in routes):
+            WRITTEN.remember(value, event)
+        yield from _routed(event, value, spec.name, [
+            (getattr(topics, route.topic), route.fan_out) for route in routes], partitions)
     for rejected in handling.rejections:
         letter = dead_letter(rejected)
         yield from _routed(letter, dump_event(letter), spec.name,

@@ -30,6 +30,7 @@ from solver.job import Job
 from solver.market import Market
 from solver.policies.protocol import Policy
 from streams.contract import (
+    Envelope,
     EpochClosed,
     JobCancelled,
     JobEvent,
@@ -37,6 +38,7 @@ from streams.contract import (
     JobProgress,
     JobSubmitted,
     PublishedForecast,
+    parse_event,
     utc,
 )
 from streams.pipeline.decisions import DecidedSlot, release, run_or_idle
@@ -50,6 +52,7 @@ from streams.pipeline.stage import (
     first_boundary,
     rejection,
 )
+from streams.pipeline.written import WRITTEN
 
 MAX_WAITING_EVENTS = 100_000
 """Job events a partition keeps waiting for their epoch; beyond, they are rejected."""
@@ -83,6 +86,13 @@ class PartitionScheduler:
         self._waiting: list[tuple[float, int, JobEvent, Message | None]] = []
         self._arrivals = 0
         self._forecasts = PendingForecasts([m.key for m in self.catalogue], slot_seconds)
+
+    @staticmethod
+    def decode(raw: bytes) -> Envelope:
+        """The event of ``raw``; what a stage of this process wrote is not decoded again
+        (:mod:`streams.pipeline.written`)."""
+        written = WRITTEN.read(raw)
+        return parse_event(raw) if written is None else written
 
     def handle(self, event: JobEvent | PublishedForecast | EpochClosed,
                message: Message | None = None) -> list[StageOutput]:

@@ -25,10 +25,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from solver.forecast import MarketFactory, MarketForecaster, market_factory, slot_seasonality
 from solver.forecast.models import OUTLOOK_HORIZON
+from solver.forecast.outlook import MarketOutlook
 from solver.market import Market
 from solver.slotting import LateTickError, SlotClose, SlotCutter
 from streams.contract import (
@@ -39,6 +39,7 @@ from streams.contract import (
     PublishedForecast,
     utc,
 )
+from streams.pipeline.outlooks import MADE
 from streams.pipeline.stage import (
     Fault,
     Message,
@@ -147,16 +148,18 @@ class MarketStage:
             elif close.price is not None and close.availability is not None:
                 forecaster.learn_one(close.price, float(close.availability))
             return [_published(market, close.boundary, self.slot_seconds,
-                               forecaster.outlook(self.horizon).to_wire())]
+                               forecaster.outlook(self.horizon))]
         except Exception as exc:
             self._forecasters.pop(market, None)
             return [Fault(self.name, exc)]
 
 
 def _published(market: str, boundary: float, slot_seconds: float,
-               wire: dict[str, Any]) -> PublishedForecast:
-    """The forecast event of an outlook's wire form (:meth:`MarketOutlook.to_wire`)."""
-    outlook = Outlook.model_validate(wire)
+               made: MarketOutlook) -> PublishedForecast:
+    """The forecast event of an outlook (its wire form, :meth:`MarketOutlook.to_wire`; the
+    outlook itself is remembered for the schedulers of this process, :data:`MADE`)."""
+    outlook = Outlook.model_validate(made.to_wire())
+    MADE.remember(outlook, made)
     median = outlook.price[outlook.quantile_levels.index(0.5)]
     return PublishedForecast(
         event_time=utc(boundary), market=market, slot_seconds=slot_seconds, price=median,

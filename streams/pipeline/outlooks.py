@@ -1,6 +1,10 @@
 """The forecasts a scheduler plans an epoch on: the market stage's, relayed by the coordinator
 into the scheduler's partition right before the epoch marker of the same boundary.
 
+A forecast the market stage of the same process made is planned on as the outlook the
+forecaster made (:data:`MADE`), not converted back from its wire form: it converts back
+exactly, and an outlook is never changed once made.
+
 A market whose forecast is missing (its forecaster failed, or the marker was written by a
 version-1 coordinator) is forecast by the scheduler's engine itself from the epochs it has
 seen, so the epoch is still decided.
@@ -13,11 +17,43 @@ from collections.abc import Callable, Sequence
 
 from solver.forecast.models import Outlooks
 from solver.forecast.outlook import MarketOutlook
-from streams.contract import PublishedForecast
+from streams.contract import Outlook, PublishedForecast
 from streams.pipeline.stage import RejectedEvent
+from streams.pipeline.written import MAX_WRITTEN_EVENTS
 
 MAX_PENDING_FORECASTS = 100_000
 """Forecasts a scheduler keeps for epochs not yet closed; beyond, they are rejected."""
+
+
+class MadeOutlooks:
+    """The outlooks this process's forecasters made, by the wire model made of each (the
+    newest ``capacity``)."""
+
+    def __init__(self, capacity: int = MAX_WRITTEN_EVENTS) -> None:
+        self.capacity = capacity
+        self._made: dict[int, tuple[Outlook, MarketOutlook]] = {}
+        """By the model's id; the model is held, so its id stays its own."""
+
+    def remember(self, model: Outlook, outlook: MarketOutlook) -> None:
+        """``model`` is the wire form of ``outlook``."""
+        made = self._made
+        made[id(model)] = (model, outlook)
+        if len(made) > self.capacity:
+            del made[next(iter(made))]
+
+    def outlook(self, model: Outlook) -> MarketOutlook:
+        """The outlook ``model`` is the wire form of: the one made, if remembered."""
+        made = self._made.get(id(model))
+        if made is not None and made[0] is model:
+            return made[1]
+        return MarketOutlook.from_wire(model.model_dump())
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+
+MADE = MadeOutlooks()
+"""The outlooks the market stages of this process made."""
 
 
 class PendingForecasts:
@@ -56,7 +92,7 @@ class PendingForecasts:
         for earlier in [b for b in self._by_boundary if b < boundary]:
             self._count -= len(self._by_boundary.pop(earlier))
         self._count -= len(relayed)
-        given = {m: MarketOutlook.from_wire(f.outlook.model_dump())
+        given = {m: MADE.outlook(f.outlook)
                  for m, key in enumerate(self.markets)
                  if (f := relayed.get(key)) is not None and f.outlook is not None}
         if not given:

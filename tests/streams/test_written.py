@@ -1,14 +1,19 @@
+import dataclasses
+import math
 from datetime import datetime
 
+import numpy as np
 import pytest
 from pydantic import BaseModel
 
+from solver.forecast.outlook import MarketOutlook
 from solver.market import build_market_data
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
 from streams.contract import EpochClosed, MarketBoundary, PublishedForecast, parse_event
 from streams.contract.codec import read_forecast_envelope
 from streams.pipeline import EpochCoordinator, PartitionScheduler
+from streams.pipeline.outlooks import MADE
 from streams.pipeline.written import WRITTEN, WrittenEvents
 from streams.replay import trace_events
 from streams.runners.memory import run_in_memory
@@ -26,8 +31,9 @@ def market():
 
 @pytest.fixture
 def written(monkeypatch):
-    """The process's written events, emptied for the test."""
+    """The process's written events and made outlooks, emptied for the test."""
     monkeypatch.setattr(WRITTEN, "_events", {})
+    monkeypatch.setattr(MADE, "_made", {})
     return WRITTEN
 
 
@@ -42,6 +48,14 @@ def assert_identical(a, b, path="event"):
         assert len(a) == len(b), path
         for i, (x, y) in enumerate(zip(a, b, strict=True)):
             assert_identical(x, y, f"{path}[{i}]")
+    elif dataclasses.is_dataclass(a):
+        for f in dataclasses.fields(a):
+            assert_identical(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
+    elif isinstance(a, np.ndarray):
+        assert (a.dtype, a.shape, a.flags.writeable) == (b.dtype, b.shape, b.flags.writeable), path
+        assert np.array_equal(a, b, equal_nan=True), path
+    elif isinstance(a, float) and math.isnan(a):
+        assert math.isnan(b), path
     elif isinstance(a, datetime):
         assert (a, a.utcoffset()) == (b, b.utcoffset()), path
     else:
@@ -82,9 +96,24 @@ def test_decisions_do_not_depend_on_what_was_kept(market, written, monkeypatch):
     kept = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT, "greedy",
                          partitions=2)
     assert sum(event is not None for event in reads) > 0.9 * len(reads)
-    monkeypatch.setattr(written, "capacity", 0)
+    for kept_here in (written, MADE):
+        monkeypatch.setattr(kept_here, "capacity", 0)
     monkeypatch.setattr(written, "_events", {})
+    monkeypatch.setattr(MADE, "_made", {})
     decoded = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT, "greedy",
                             partitions=2)
-    assert len(written) == 0
+    assert len(written) == len(MADE) == 0
     assert kept == decoded and len(kept) > 0
+
+
+def test_schedulers_plan_on_the_outlooks_their_market_stage_made(market, written):
+    ticks, data, jobs = market
+    run_in_memory(trace_events(ticks, jobs), data.markets, SLOT, "greedy")
+    forecasts = [(v, e) for v, e in written._events.items() if isinstance(e, PublishedForecast)]
+    assert forecasts and len(MADE) > 0
+    for value, forecast in forecasts:
+        made = MADE.outlook(forecast.outlook)
+        decoded = parse_event(value).outlook  # the same outlook, read from elsewhere
+        assert made is MADE.outlook(forecast.outlook) and MADE.outlook(decoded) is not made
+        assert_identical(made, MarketOutlook.from_wire(forecast.outlook.model_dump()))
+        assert_identical(made, MADE.outlook(decoded))

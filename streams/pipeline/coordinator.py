@@ -56,7 +56,7 @@ class EpochCoordinator:
 
     @staticmethod
     def decode(raw: bytes) -> Envelope:
-        written = WRITTEN.read(raw)
+        written = WRITTEN.get(raw)
         if isinstance(written, PublishedForecast):
             return written.model_copy(update={"outlook": None})
         return read_forecast_envelope(raw) if written is None else written

@@ -205,7 +205,7 @@ def sends(spec: StageSpec, handling: Handling, topics: Topics,
         routes = spec.targets(event)
         value = encoded(output)
         if output is event and any(route.topic in READ_BY_STAGES for route in routes):
-            WRITTEN.remember(value, event)
+            WRITTEN.put(value, event)
         yield from _routed(event, value, spec.name, [
             (getattr(topics, route.topic), route.fan_out) for route in routes], partitions)
     for rejected in handling.rejections:

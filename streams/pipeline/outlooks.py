@@ -19,7 +19,7 @@ from solver.forecast.models import Outlooks
 from solver.forecast.outlook import MarketOutlook
 from streams.contract import Outlook, PublishedForecast
 from streams.pipeline.stage import RejectedEvent
-from streams.pipeline.written import MAX_WRITTEN_EVENTS
+from streams.pipeline.written import MAX_WRITTEN_EVENTS, Newest
 
 MAX_PENDING_FORECASTS = 100_000
 """Forecasts a scheduler keeps for epochs not yet closed; beyond, they are rejected."""
@@ -27,19 +27,15 @@ MAX_PENDING_FORECASTS = 100_000
 
 class MadeOutlooks:
     """The outlooks this process's forecasters made, by the wire model made of each (the
-    newest ``capacity``)."""
+    newest :data:`~streams.pipeline.written.MAX_WRITTEN_EVENTS`)."""
 
-    def __init__(self, capacity: int = MAX_WRITTEN_EVENTS) -> None:
-        self.capacity = capacity
-        self._made: dict[int, tuple[Outlook, MarketOutlook]] = {}
+    def __init__(self) -> None:
+        self._made: Newest[int, tuple[Outlook, MarketOutlook]] = Newest(MAX_WRITTEN_EVENTS)
         """By the model's id; the model is held, so its id stays its own."""
 
     def remember(self, model: Outlook, outlook: MarketOutlook) -> None:
         """``model`` is the wire form of ``outlook``."""
-        made = self._made
-        made[id(model)] = (model, outlook)
-        if len(made) > self.capacity:
-            del made[next(iter(made))]
+        self._made.put(id(model), (model, outlook))
 
     def outlook(self, model: Outlook) -> MarketOutlook:
         """The outlook ``model`` is the wire form of: the one made, if remembered."""

@@ -91,7 +91,7 @@ class PartitionScheduler:
     def decode(raw: bytes) -> Envelope:
         """The event of ``raw``; what a stage of this process wrote is not decoded again
         (:mod:`streams.pipeline.written`)."""
-        written = WRITTEN.read(raw)
+        written = WRITTEN.get(raw)
         return parse_event(raw) if written is None else written
 
     def handle(self, event: JobEvent | PublishedForecast | EpochClosed,

@@ -13,35 +13,40 @@ events a stage encoded are kept, never bytes a stage relays as they came in. The
 
 from __future__ import annotations
 
+from typing import Generic, TypeVar
+
 from streams.contract import Envelope
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 MAX_WRITTEN_EVENTS = 4096
 """Events kept: an epoch's forecasts and boundary reports of 1,000 markets, with room for the
 next epoch's."""
 
 
-class WrittenEvents:
-    """The newest ``capacity`` events written, by their bytes."""
+class Newest(Generic[K, V]):
+    """The values put last, by key: the newest ``capacity``."""
 
-    def __init__(self, capacity: int = MAX_WRITTEN_EVENTS) -> None:
+    def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self._events: dict[bytes, Envelope] = {}
+        self._kept: dict[K, V] = {}
 
-    def remember(self, value: bytes, event: Envelope) -> None:
-        """``value`` are the bytes ``event`` was encoded as."""
-        events = self._events
-        events.pop(value, None)
-        events[value] = event
-        if len(events) > self.capacity:
-            del events[next(iter(events))]
+    def put(self, key: K, value: V) -> None:
+        kept = self._kept
+        kept.pop(key, None)
+        kept[key] = value
+        if len(kept) > self.capacity:
+            del kept[next(iter(kept))]
 
-    def read(self, value: bytes) -> Envelope | None:
-        """The event written as ``value``, if it is still kept."""
-        return self._events.get(value)
+    def get(self, key: K) -> V | None:
+        """The value put last under ``key``, if it is still kept."""
+        return self._kept.get(key)
 
     def __len__(self) -> int:
-        return len(self._events)
+        return len(self._kept)
 
 
-WRITTEN = WrittenEvents()
-"""The events the stages of this process wrote to topics stages read."""
+WRITTEN: Newest[bytes, Envelope] = Newest(MAX_WRITTEN_EVENTS)
+"""The events the stages of this process wrote to topics stages read, by the bytes they were
+written as."""

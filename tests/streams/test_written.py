@@ -14,7 +14,7 @@ from streams.contract import EpochClosed, MarketBoundary, PublishedForecast, par
 from streams.contract.codec import read_forecast_envelope
 from streams.pipeline import EpochCoordinator, PartitionScheduler
 from streams.pipeline.outlooks import MADE
-from streams.pipeline.written import WRITTEN, WrittenEvents
+from streams.pipeline.written import WRITTEN, Newest
 from streams.replay import trace_events
 from streams.runners.memory import run_in_memory
 
@@ -32,8 +32,8 @@ def market():
 @pytest.fixture
 def written(monkeypatch):
     """The process's written events and made outlooks, emptied for the test."""
-    monkeypatch.setattr(WRITTEN, "_events", {})
-    monkeypatch.setattr(MADE, "_made", {})
+    monkeypatch.setattr(WRITTEN, "_kept", {})
+    monkeypatch.setattr(MADE, "_made", Newest(WRITTEN.capacity))
     return WRITTEN
 
 
@@ -63,22 +63,22 @@ def assert_identical(a, b, path="event"):
 
 
 def test_the_newest_events_are_kept_by_their_bytes():
-    kept = WrittenEvents(capacity=2)
+    kept = Newest(capacity=2)
     a, b, c, d = (object() for _ in range(4))
-    kept.remember(b"a", a)
-    kept.remember(b"b", b)
-    kept.remember(b"c", c)
-    assert kept.read(b"a") is None and kept.read(b"b") is b and kept.read(b"c") is c
-    kept.remember(b"b", b)  # written again: the newest
-    kept.remember(b"d", d)
-    assert kept.read(b"c") is None and kept.read(b"b") is b and kept.read(b"d") is d
+    kept.put(b"a", a)
+    kept.put(b"b", b)
+    kept.put(b"c", c)
+    assert kept.get(b"a") is None and kept.get(b"b") is b and kept.get(b"c") is c
+    kept.put(b"b", b)  # written again: the newest
+    kept.put(b"d", d)
+    assert kept.get(b"c") is None and kept.get(b"b") is b and kept.get(b"d") is d
     assert len(kept) == 2
 
 
 def test_what_the_stages_read_back_is_what_decoding_gives(market, written):
     ticks, data, jobs = market
     run_in_memory(trace_events(ticks, jobs), data.markets, SLOT, "greedy", partitions=2)
-    kept = dict(written._events)
+    kept = dict(written._kept)
     assert {type(e) for e in kept.values()} == {MarketBoundary, PublishedForecast, EpochClosed}
     for value, event in kept.items():
         assert_identical(event, parse_event(value))
@@ -91,15 +91,14 @@ def test_what_the_stages_read_back_is_what_decoding_gives(market, written):
 def test_decisions_do_not_depend_on_what_was_kept(market, written, monkeypatch):
     ticks, data, jobs = market
     reads = []
-    read = written.read
-    monkeypatch.setattr(written, "read", lambda value: reads.append(read(value)) or reads[-1])
+    get = written.get
+    monkeypatch.setattr(written, "get", lambda value: reads.append(get(value)) or reads[-1])
     kept = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT, "greedy",
                          partitions=2)
     assert sum(event is not None for event in reads) > 0.9 * len(reads)
-    for kept_here in (written, MADE):
-        monkeypatch.setattr(kept_here, "capacity", 0)
-    monkeypatch.setattr(written, "_events", {})
-    monkeypatch.setattr(MADE, "_made", {})
+    monkeypatch.setattr(written, "capacity", 0)
+    monkeypatch.setattr(written, "_kept", {})
+    monkeypatch.setattr(MADE, "_made", Newest(0))
     decoded = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT, "greedy",
                             partitions=2)
     assert len(written) == len(MADE) == 0
@@ -109,7 +108,7 @@ def test_decisions_do_not_depend_on_what_was_kept(market, written, monkeypatch):
 def test_schedulers_plan_on_the_outlooks_their_market_stage_made(market, written):
     ticks, data, jobs = market
     run_in_memory(trace_events(ticks, jobs), data.markets, SLOT, "greedy")
-    forecasts = [(v, e) for v, e in written._events.items() if isinstance(e, PublishedForecast)]
+    forecasts = [(v, e) for v, e in written._kept.items() if isinstance(e, PublishedForecast)]
     assert forecasts and len(MADE) > 0
     for value, forecast in forecasts:
         made = MADE.outlook(forecast.outlook)

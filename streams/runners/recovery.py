@@ -48,6 +48,7 @@ import math
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from aiokafka import ConsumerRecord
 
@@ -82,14 +83,21 @@ class _Held:
     from it."""
     records: int = 0
     """Records taken since the last snapshot."""
-    epochs: int = 0
-    """Slots of event time passed since the last snapshot."""
-    epoch: int | None = None
-    """The slot of the latest event time taken."""
+    latest: datetime | None = None
+    """The latest event time taken."""
+    since: int | None = None
+    """The slot of the latest event time taken at the last snapshot (or of the first event
+    time taken after it, when there was none)."""
     snapshotted: float = -math.inf
     """When the stage was last snapshotted (monotonic seconds)."""
     deferred: bool = False
     """Due by slots, to be snapshotted after the delay."""
+
+    def epochs(self, slot_seconds: float) -> int:
+        """Slots of event time passed since the last snapshot."""
+        if self.latest is None or self.since is None:
+            return 0
+        return _slot(self.latest, slot_seconds) - self.since
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +201,8 @@ class PartitionStages:
 
         def due_now(partition: int, held: _Held) -> bool:
             end = log_ends.get(partition)
-            due_in = self.cadence.due_in(held.records, held.epochs, now - held.snapshotted,
+            due_in = self.cadence.due_in(held.records, held.epochs(self.slot_seconds),
+                                         now - held.snapshotted,
                                          caught_up=end is not None and held.next >= end)
             held.deferred = held.deferred or (due_in is not None and due_in > 0)
             return due_in == 0
@@ -335,13 +344,14 @@ class PartitionStages:
             self._took(held, held.driver.process(message))
 
     def _took(self, held: _Held, handling: Handling) -> None:
+        """Count a message taken (per message: the epochs are worked out when asked)."""
         held.next += 1
         held.records += 1
-        if handling.event is not None:
-            epoch = math.floor(handling.event.event_time.timestamp() / self.slot_seconds)
-            if held.epoch is not None and epoch > held.epoch:
-                held.epochs += epoch - held.epoch
-            held.epoch = epoch if held.epoch is None else max(held.epoch, epoch)
+        event = handling.event
+        if event is not None and (held.latest is None or event.event_time > held.latest):
+            if held.since is None:
+                held.since = _slot(event.event_time, self.slot_seconds)
+            held.latest = event.event_time
 
     # -- snapshots ------------------------------------------------------------------------
 
@@ -349,7 +359,8 @@ class PartitionStages:
         began = time.perf_counter()
         pickled = pickle_state(held.driver.stage, self.environment)
         offset, taken = held.next, time.time()
-        held.records = held.epochs = 0
+        held.records = 0
+        held.since = None if held.latest is None else _slot(held.latest, self.slot_seconds)
         held.deferred = False
         held.snapshotted = self.clock()
         blob = await asyncio.to_thread(seal, pickled, stage=self.name, partition=partition,
@@ -367,6 +378,10 @@ class PartitionStages:
                                           self.cadence.margin_seconds)
             if start is not None:
                 log.debug("%s[%d]: trimmed before offset %d", self.topic, partition, start)
+
+
+def _slot(time: datetime, slot_seconds: float) -> int:
+    return math.floor(time.timestamp() / slot_seconds)
 
 
 def record_message(record: ConsumerRecord) -> Message:

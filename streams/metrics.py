@@ -24,18 +24,16 @@ from solver.job import Allocation, Job
 from solver.observation import Decision, JobView, Observation
 from solver.policies.protocol import Policy, SettlementObserver, planner_of
 from streams.contract import (
-    AvailabilityTick,
     EpochClosed,
     EventError,
     MarketBoundary,
     MoveLocality,
-    PriceTick,
     ProvisioningDecision,
     PublishedForecast,
     ReleaseCause,
 )
 from streams.pipeline.declaration import PIPELINE
-from streams.pipeline.driver import Handling, is_stage_error
+from streams.pipeline.driver import Batch, Handling, is_stage_error
 from streams.pipeline.stage import Message, RejectedEvent
 
 OUTCOMES: tuple[str, ...] = get_args(ReleaseCause)
@@ -148,10 +146,6 @@ class TimedPolicy:
     def planner(self, job_id: str) -> str | None:
         """The planner the timed policy decides the job with."""
         return planner_of(self.policy, job_id)
-
-
-_MARKET_TIMED = (PriceTick, AvailabilityTick, MarketBoundary)
-"""The events whose time moves the market event time on (the epoch lag's watermark)."""
 
 
 def _gauge(registry: CollectorRegistry, name: str, doc: str, labels: Sequence[str] = ()
@@ -412,22 +406,15 @@ class PipelineMetrics:
         """``policy`` with its solve time observed in ``spotsched_solve_seconds``."""
         return TimedPolicy(policy, self.solve_seconds)
 
-    def observe(self, stage: str, handled: Sequence[tuple[Message, Handling]]) -> None:
-        """What a batch of messages made ``stage`` do: each counter and gauge is updated once
+    def observe(self, batch: Batch) -> None:
+        """What a batch of messages made a stage do: each counter and gauge is updated once
         for the batch, and each message that wrote, rejected, faulted or decided is looked at."""
-        consumed: dict[str, int] = {}
-        latest = -math.inf
-        for message, handling in handled:
-            consumed[message.topic] = consumed.get(message.topic, 0) + 1
-            event = handling.event
-            if isinstance(event, _MARKET_TIMED):
-                latest = max(latest, event.event_time.timestamp())
-            if handling.faults or handling.rejections or handling.outputs or handling.decided:
-                self._handled(stage, message, handling)
-        for topic, count in consumed.items():
-            self.events_consumed.labels(topic).inc(count)
-        if latest > -math.inf:
-            self._advance(latest)
+        if batch.taken:
+            self.events_consumed.labels(batch.topic).inc(batch.taken)
+        if batch.market_time is not None:
+            self._advance(batch.market_time.timestamp())
+        for message, handling in batch.eventful:
+            self._handled(batch.stage, message, handling)
 
     def _handled(self, stage: str, message: Message, handling: Handling) -> None:
         for fault in handling.faults:

@@ -10,10 +10,20 @@ becomes a dead letter with the reason, and the stage goes on with the next messa
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from solver.decision import SlotDecision
-from streams.contract import DeadLetter, Envelope, EventError, key_mismatch, parse_event
+from streams.contract import (
+    AvailabilityTick,
+    DeadLetter,
+    Envelope,
+    EventError,
+    MarketBoundary,
+    PriceTick,
+    key_mismatch,
+    parse_event,
+)
 from streams.pipeline.stage import AnyStage, Fault, Message, RejectedEvent, Rejection, Relayed
 
 
@@ -28,6 +38,36 @@ class Handling:
     rejections: Sequence[Rejection] = ()
     faults: Sequence[Fault] = ()
     decided: Sequence[SlotDecision] = ()
+
+
+MARKET_TIMED = (PriceTick, AvailabilityTick, MarketBoundary)
+"""The events whose time moves the market's event time on."""
+
+
+@dataclass(slots=True)
+class Batch:
+    """What one stage made of a batch of messages of its topic: how many it took, the market
+    event time they reached, and the messages that did something (wrote, rejected, faulted or
+    decided). The others are counted, not kept: most of a worker's batch is market ticks that
+    each did nothing, and keeping them until the batch was observed had the garbage collector
+    scan them again and again."""
+
+    stage: str
+    topic: str
+    taken: int = 0
+    market_time: datetime | None = None
+    """The latest event time of a tick or market boundary taken."""
+    eventful: list[tuple[Message, Handling]] = field(default_factory=list)
+
+    def add(self, message: Message, handling: Handling) -> None:
+        """Count a message the stage took (of this batch's topic)."""
+        self.taken += 1
+        event = handling.event
+        if isinstance(event, MARKET_TIMED) and (self.market_time is None
+                                                or event.event_time > self.market_time):
+            self.market_time = event.event_time
+        if handling.outputs or handling.rejections or handling.faults or handling.decided:
+            self.eventful.append((message, handling))
 
 
 class Driver:

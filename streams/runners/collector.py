@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
-from streams.pipeline.driver import Handling
-from streams.pipeline.stage import Message
+from streams.pipeline.driver import Batch
 
 NEVER = 2**31 - 1
 """A full-collection threshold the young collections never reach."""
@@ -42,8 +41,8 @@ class QuietCollector:
         self._last = clock()
         self._decided = False
 
-    def observe(self, stage: str, handled: Sequence[tuple[Message, Handling]]) -> None:
-        self._decided = self._decided or any(handling.decided for _, handling in handled)
+    def observe(self, batch: Batch) -> None:
+        self._decided = self._decided or any(handling.decided for _, handling in batch.eventful)
 
     def delivered(self) -> bool:
         """A batch's outputs are delivered: collects if due; returns whether it did."""

@@ -40,7 +40,7 @@ from streams.pipeline.declaration import (
     sends,
     settings_topics,
 )
-from streams.pipeline.driver import Handling, dead_letter, is_stage_error
+from streams.pipeline.driver import Batch, dead_letter, is_stage_error
 from streams.pipeline.stage import Message
 from streams.runners.collector import QuietCollector
 from streams.runners.memory import Observer
@@ -145,7 +145,7 @@ class KafkaRunner:
         before the observers are told, once, what the batch did."""
         producer = self.app.producer
         deliveries = []
-        handled = []
+        batch = Batch(spec.name, stages.topic)
         for message in messages:
             assert message.partition is not None and message.offset is not None
             if not stages.ready(message.partition, message.offset):
@@ -153,14 +153,14 @@ class KafkaRunner:
             handling = stages.process(message)
             if handling is None:
                 continue
-            handled.append((message, handling))
+            batch.add(message, handling)
             if handling.outputs or handling.rejections:
                 deliveries += [await producer.send(out.topic, out.key, out.value, out.partition,
                                                    None, out.headers)
                                for out in sends(spec, handling, self.settings.topics,
                                                 self.partitions)]
         for observer in self.observers:
-            observer.observe(spec.name, handled)
+            observer.observe(batch)
         return deliveries
 
     def _log_ends(self, batch: Sequence[faust.EventT]) -> dict[int, int | None]:
@@ -183,8 +183,8 @@ class KafkaRunner:
 class HandlingLog:
     """Logs what went wrong with a message: stage errors, faults and dead letters."""
 
-    def observe(self, stage: str, handled: Sequence[tuple[Message, Handling]]) -> None:
-        for _, handling in handled:
+    def observe(self, batch: Batch) -> None:
+        for _, handling in batch.eventful:
             for fault in handling.faults:
                 log.error("stage %s: %s: %s", fault.stage, type(fault.error).__name__,
                           fault.error)
@@ -192,7 +192,7 @@ class HandlingLog:
                 letter = dead_letter(rejected)
                 where = f"{letter.source_topic}[{letter.partition}]@{letter.offset}"
                 if is_stage_error(rejected.error):
-                    log.error("stage %s raised %s on %s: %s", stage,
+                    log.error("stage %s raised %s on %s: %s", batch.stage,
                               type(rejected.error).__name__, where, letter.reason)
                 log.warning("dead letter from %s: %s", where, letter.reason)
 

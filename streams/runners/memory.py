@@ -35,7 +35,7 @@ from streams.pipeline.declaration import (
     sends,
     topic_specs,
 )
-from streams.pipeline.driver import Driver, Handling
+from streams.pipeline.driver import Batch, Driver
 from streams.pipeline.stage import Fault, Message
 from streams.replay import ReplayEvent
 from streams.settings import Topics
@@ -44,10 +44,10 @@ E = TypeVar("E", bound=Envelope)
 
 
 class Observer(Protocol):
-    """Watches what each message made a stage do (e.g. :class:`streams.metrics.PipelineMetrics`),
+    """Watches what messages made a stage do (e.g. :class:`streams.metrics.PipelineMetrics`),
     told once per batch of messages."""
 
-    def observe(self, stage: str, handled: Sequence[tuple[Message, Handling]]) -> None: ...
+    def observe(self, batch: Batch) -> None: ...
 
 
 class MemoryPipeline:
@@ -86,8 +86,11 @@ class MemoryPipeline:
             assert message.partition is not None
             spec = self.stages[message.topic]
             handling = self.drivers[message.topic, message.partition].process(message)
-            for observer in self.observers:
-                observer.observe(spec.name, ((message, handling),))
+            if self.observers:
+                batch = Batch(spec.name, message.topic)
+                batch.add(message, handling)
+                for observer in self.observers:
+                    observer.observe(batch)
             self.faults.extend(handling.faults)
             if not (handling.outputs or handling.rejections):
                 continue

@@ -27,10 +27,11 @@ from streams.metrics import (
     reason_kind,
 )
 from streams.pipeline import PipelineConfig, RejectedEvent
-from streams.pipeline.driver import Handling
+from streams.pipeline.driver import Batch, Handling
 from streams.pipeline.stage import Message, Rejection
 from streams.replay import trace_events
 from streams.runners.memory import MemoryPipeline
+from tests.streams.logged import logged
 
 H = 3600.0
 
@@ -187,8 +188,9 @@ def test_dead_letters_count_by_topic_and_kind():
 
     def reject(topic: str, error: Exception) -> None:
         message = Message(topic, b"x", b"k", 0, 0)
-        metrics.observe("scheduler",
-                        [(message, Handling(rejections=[Rejection(message, error)]))])
+        batch = Batch("scheduler", topic)
+        batch.add(message, Handling(rejections=[Rejection(message, error)]))
+        metrics.observe(batch)
 
     reject("a", EventError("bad"))
     reject("a", RejectedEvent("late"))
@@ -258,30 +260,27 @@ def test_decisions_that_move_a_checkpoint_say_so_and_are_counted():
 def test_a_batch_leaves_the_figures_its_messages_leave_one_at_a_time(market):
     ticks, data = market
     jobs = generate_jobs(data, 4, WorkloadSpec(seed=1))
-    handled: list[tuple[str, Message, Handling]] = []
-
-    class Kept:
-        def observe(self, stage: str, batch) -> None:
-            handled.extend((stage, message, handling) for message, handling in batch)
-
-    pipeline = MemoryPipeline(PipelineConfig(data.markets, H, PolicySpec("greedy")),
-                              observers=[Kept()])
+    pipeline = MemoryPipeline(PipelineConfig(data.markets, H, PolicySpec("greedy")))
+    handled = logged(pipeline)
     for event in sorted(trace_events(ticks, jobs),
                         key=lambda e: (e.event_time, not isinstance(e, JobSubmitted))):
         topic = (pipeline.topics.job_events if isinstance(event, JobSubmitted)
                  else pipeline.topics.market_ticks)
         pipeline.send(topic, dump_event(event), event.key.encode())
 
-    def figures(batch: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    def figures(size: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         registry = CollectorRegistry()
         clock = itertools.count(1000.0)
         metrics = PipelineMetrics(registry, markets=[m.key for m in data.markets],
                                   topics=(pipeline.topics.market_ticks,), slot_seconds=H,
                                   started=0.0, clock=lambda: next(clock))
-        for stage, run in itertools.groupby(handled, key=lambda kept: kept[0]):
-            messages = [(message, handling) for _, message, handling in run]
-            for at in range(0, len(messages), batch):
-                metrics.observe(stage, messages[at:at + batch])
+        for stage, run in itertools.groupby(handled, key=lambda taken: taken.stage):
+            messages = [(message, handling) for _, _, message, handling in run]
+            for at in range(0, len(messages), size):
+                batch = Batch(stage, messages[at][0].topic)
+                for message, handling in messages[at:at + size]:
+                    batch.add(message, handling)
+                metrics.observe(batch)
         return {(s.name, tuple(sorted(s.labels.items()))): s.value
                 for family in registry.collect() for s in family.samples
                 if not s.name.endswith("_created")}

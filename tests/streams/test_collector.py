@@ -3,7 +3,7 @@
 import gc
 
 from solver.decision import SlotDecision
-from streams.pipeline.driver import Handling
+from streams.pipeline.driver import Batch, Handling
 from streams.pipeline.stage import Message
 from streams.runners.collector import NEVER, QuietCollector, defer_full_collections
 
@@ -14,6 +14,12 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def batch(stage: str, message: Message, handling: Handling) -> Batch:
+    taken = Batch(stage, message.topic)
+    taken.add(message, handling)
+    return taken
 
 
 def full_collections() -> int:
@@ -28,15 +34,15 @@ def test_a_full_collection_follows_a_decided_batch_at_most_every_min_interval():
     before = full_collections()
     clock.now = 10.0
     assert not collector.delivered()  # nothing decided yet
-    collector.observe("scheduler", [(message, decided)])
+    collector.observe(batch("scheduler", message, decided))
     assert collector.delivered() and full_collections() == before + 1
     clock.now = 12.0
-    collector.observe("scheduler", [(message, decided)])
+    collector.observe(batch("scheduler", message, decided))
     assert not collector.delivered()  # within min_interval of the last
     clock.now = 15.0
     assert collector.delivered()  # the decision seen at 12 s is still due
     clock.now = 70.0
-    collector.observe("market", [(message, Handling())])
+    collector.observe(batch("market", message, Handling()))
     assert not collector.delivered()
     clock.now = 75.0
     assert collector.delivered() and full_collections() == before + 3  # max_interval passed

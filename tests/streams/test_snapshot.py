@@ -10,7 +10,6 @@ import pickle
 import subprocess
 import sys
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from streams.pipeline.snapshot import (
 from streams.pipeline.stage import Message, encoded
 from streams.replay import trace_events
 from streams.runners.memory import MemoryPipeline
+from tests.streams.logged import logged
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = SyntheticMarketSpec(seed=5, n_markets=3, days=5)
@@ -53,28 +53,21 @@ def digest(config: PipelineConfig, stage: str = "scheduler") -> str:
     return config.fingerprint(STAGES[stage].depends_on)
 
 
-class Recorded:
+def run(config: PipelineConfig, job_partitions: int = 2
+        ) -> defaultdict[tuple[str, int], list[tuple[Message, Handling]]]:
     """Every message each stage partition took, and what it made of it."""
-
-    def __init__(self) -> None:
-        self.log: defaultdict[tuple[str, int], list[tuple[Message, Handling]]] = defaultdict(list)
-
-    def observe(self, stage: str, handled: Sequence[tuple[Message, Handling]]) -> None:
-        for message, handling in handled:
-            assert message.partition is not None
-            self.log[stage, message.partition].append((message, handling))
-
-
-def run(config: PipelineConfig, job_partitions: int = 2) -> Recorded:
     ticks = synthetic_ticks(SPEC)
     jobs = generate_jobs(build_market_data(ticks, SLOT), 10, WorkloadSpec(seed=SPEC.seed))
-    recorded = Recorded()
-    pipeline = MemoryPipeline(config, job_partitions, observers=[recorded])
+    pipeline = MemoryPipeline(config, job_partitions)
+    taken = logged(pipeline)
     for event in trace_events(ticks, jobs):
         topic = (pipeline.topics.job_events if isinstance(event, JobSubmitted)
                  else pipeline.topics.market_ticks)
         pipeline.send(topic, dump_event(event), event.key.encode())
-    return recorded
+    log: defaultdict[tuple[str, int], list[tuple[Message, Handling]]] = defaultdict(list)
+    for stage, partition, message, handling in taken:
+        log[stage, partition].append((message, handling))
+    return log
 
 
 def made(handling: Handling) -> tuple:
@@ -95,7 +88,7 @@ def snapshot(stage: object, name: str, partition: int, offset: int,
 def test_a_stage_restored_anywhere_in_its_log_goes_on_like_the_one_that_never_stopped(policy):
     config = PipelineConfig(build_market_data(synthetic_ticks(SPEC), SLOT).markets, SLOT,
                             PolicySpec(policy))
-    for (name, partition), log in run(config).log.items():
+    for (name, partition), log in run(config).items():
         for cut in (1, len(log) // 3, 2 * len(log) // 3):
             driver = Driver(STAGES[name].make(config))
             for message, _ in log[:cut]:
@@ -119,7 +112,7 @@ def test_the_solve_time_histogram_is_the_restoring_workers_own():
         config_of[n] = (PipelineConfig(markets, SLOT, PolicySpec("greedy"),
                                        timed=metrics.timed), metrics)
     (first, first_metrics), (second, second_metrics) = config_of[0], config_of[1]
-    log = run(first, job_partitions=1).log["scheduler", 0]
+    log = run(first, job_partitions=1)["scheduler", 0]
     driver = Driver(PIPELINE[2].make(first))
     for message, _ in log[: len(log) // 2]:
         driver.process(message)
@@ -137,7 +130,7 @@ def test_the_solve_time_histogram_is_the_restoring_workers_own():
 def taken():
     config = PipelineConfig(build_market_data(synthetic_ticks(SPEC), SLOT).markets, SLOT,
                             PolicySpec("greedy"))
-    log = run(config, job_partitions=1).log["scheduler", 0]
+    log = run(config, job_partitions=1)["scheduler", 0]
     driver = Driver(PIPELINE[2].make(config))
     for message, _ in log[:100]:
         driver.process(message)
@@ -226,7 +219,7 @@ from solver.policies import PolicySpec
 from solver.synthetic import synthetic_ticks
 config = PipelineConfig(build_market_data(synthetic_ticks(SPEC), SLOT).markets, SLOT,
                         PolicySpec("risk-aware"))
-for (name, partition), log in sorted(run(config).log.items()):
+for (name, partition), log in sorted(run(config).items()):
     driver = Driver({s.name: s for s in PIPELINE}[name].make(config))
     for message, _ in log:
         driver.process(message)

@@ -6,11 +6,15 @@
    bytes, timed in the same process once warmed up on a tenth of them (so loading the
    forecasters' compiled code is left out, as the worker's start-up is), are the baseline of
    the ratio: what the worker would do without Kafka and Faust. Both are also given per
-   CPU-second (the bench's process time; the worker's CPU time from ready to done, from
-   ``/proc``), which other load on the machine changes far less than the wall-clock rates.
-   The same code runs up to a fifth faster or slower from one minute to the next on a shared
-   machine, so each of ``--repeat`` runs times the in-memory stages right before and right
-   after its worker, takes the ratio against their mean, and the medians are reported.
+   CPU-second (the bench's process time; the worker's CPU time, from ``/proc``), which other
+   load on the machine changes far less than the wall-clock rates. The worker's CPU time is
+   taken over the same window as its wall-clock rate, from its first to its last boundary
+   (sampled every few milliseconds, read at the boundaries' timestamps); the CPU time from
+   ready to done is printed too, but it also holds the worker joining its consumer groups and
+   idling while the bench polls for the last boundary (an idle worker uses about 5 % of a
+   core). The same code runs up to a fifth faster or slower from one minute to the next on a
+   shared machine, so each of ``--repeat`` runs times the in-memory stages right before and
+   right after its worker, takes the ratio against their mean, and the medians are reported.
 2. Latency: a market with ``--jobs`` concurrent jobs is replayed paced like a live feed, each
    tick published at its event time, compressed so that an epoch lasts ``--epoch-seconds``;
    for each epoch, the latency is the time from the tick that closed it (the last market's
@@ -32,10 +36,12 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Sequence
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -129,16 +135,17 @@ def throughput(bootstrap: str, workdir: Path, days: float, repeat: int) -> None:
     ratios, cpu_ratios, memory_cpu = [], [], []
     for run in range(1, repeat + 1):
         before = in_memory_rates(config, wire)
-        worker, worker_cpu, cpu_seconds_used = worker_rates(
-            bootstrap, workdir, catalogue, events, data.n_slots)
+        worker = worker_rates(bootstrap, workdir, catalogue, events, data.n_slots)
         after = in_memory_rates(config, wire)
         memory, memory_per_cpu = (before[0] + after[0]) / 2, (before[1] + after[1]) / 2
-        ratios.append(worker / memory)
-        cpu_ratios.append(worker_cpu / memory_per_cpu)
+        ratios.append(worker.per_second / memory)
+        cpu_ratios.append(worker.per_cpu_second / memory_per_cpu)
         memory_cpu.append(memory_per_cpu)
         console.print(
-            f"run {run}/{repeat}: {len(events):,} tick events; the worker {worker:,.0f} ticks/s, "
-            f"{worker_cpu:,.0f} per CPU-s ({cpu_seconds_used:.1f} CPU-s); in-memory stages "
+            f"run {run}/{repeat}: {len(events):,} tick events; the worker "
+            f"{worker.per_second:,.0f} ticks/s, {worker.per_cpu_second:,.0f} per CPU-s "
+            f"({worker.cpu_seconds:.1f} CPU-s from its first to its last boundary; "
+            f"{worker.cpu_seconds_ready_to_done:.1f} CPU-s from ready to done); in-memory stages "
             f"{before[0]:,.0f} / {after[0]:,.0f} ticks/s and {before[1]:,.0f} / {after[1]:,.0f} "
             f"per CPU-s (before / after); worker / in-memory = {ratios[-1]:.2f}, per CPU-s "
             f"{cpu_ratios[-1]:.2f}")
@@ -166,25 +173,66 @@ def in_memory_rates(config: PipelineConfig, wire: list[tuple[bytes, bytes]]
             len(wire) / (time.process_time() - cpu))
 
 
+@dataclass(frozen=True)
+class WorkerRates:
+    """A worker's throughput over the window from its first to its last boundary."""
+
+    per_second: float
+    per_cpu_second: float
+    cpu_seconds: float
+    cpu_seconds_ready_to_done: float
+    """All the CPU time from the worker's ready line to the bench seeing its last boundary."""
+
+
+class CpuTrace:
+    """A process's CPU seconds, sampled every ``every`` seconds in a thread while in use, and
+    read at any instant in between."""
+
+    def __init__(self, pid: int, every: float = 0.005) -> None:
+        self.pid, self.every = pid, every
+        self.times: list[float] = []
+        self.cpu: list[float] = []
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> CpuTrace:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while True:
+            self.times.append(time.time())
+            self.cpu.append(cpu_seconds(self.pid))
+            if self._done.wait(self.every):
+                return
+
+    def at(self, instant: float) -> float:
+        """The CPU seconds used by ``instant`` (Unix seconds), between the samples around it."""
+        return float(np.interp(instant, self.times, self.cpu))
+
+
 def worker_rates(bootstrap: str, workdir: Path, catalogue: str, events: Sequence[Envelope],
-                 n_slots: int) -> tuple[float, float, float]:
-    """One worker taking ``events``, published first to topics of their own: ticks per second
-    between its first and last boundary, ticks per CPU-second of the worker from ready to done,
-    and those CPU-seconds."""
+                 n_slots: int) -> WorkerRates:
+    """One worker taking ``events``, published first to topics of their own (module doc)."""
     settings = settings_for(bootstrap, workdir, catalogue)
     asyncio.run(ensure_topics(settings))
     asyncio.run(publish_replay(settings, iter(events)))
     worker = start_worker(settings, workdir)
     try:
         wait_until_ready(worker, workdir / f"{settings.app_id}.log")
-        ready_cpu = cpu_seconds(worker.pid)
-        wait_for_epochs(settings, n_slots, timeout=600)
-        worker_cpu = cpu_seconds(worker.pid) - ready_cpu
+        with CpuTrace(worker.pid) as cpu:
+            wait_for_epochs(settings, n_slots, timeout=600)
     finally:
         stop(worker)
     seen = asyncio.run(timestamps(settings, settings.topics.market_boundaries, 2.0))
-    span = (max(ts for ts, _ in seen) - min(ts for ts, _ in seen)) / 1000.0
-    return len(events) / span, len(events) / worker_cpu, worker_cpu
+    first, last = (min(ts for ts, _ in seen) / 1000.0, max(ts for ts, _ in seen) / 1000.0)
+    used = cpu.at(last) - cpu.at(first)
+    return WorkerRates(len(events) / (last - first), len(events) / used, used,
+                       cpu.cpu[-1] - cpu.cpu[0])
 
 
 def wait_until_ready(worker: subprocess.Popen[bytes], log: Path, timeout: float = 300) -> None:

@@ -5,7 +5,10 @@ thousand messages per second; the ticks topic carries far more than the other in
 is read by a plain consumer in a consumer group of its own (:func:`group_id`). A batch is
 handled, every delivery it started is awaited, and only then are its offsets committed:
 at-least-once, and whatever a batch emits again after a crash is identical to what it emitted
-the first time. Then the stages due are snapshotted.
+the first time. Then the stages due are snapshotted. The commit lands while the next batch is
+fetched and handled (a commit waits for the broker, about as long as the batch's deliveries);
+the next commit is sent only once it has, and a rebalance or a stop waits for it, so a batch
+is still committed by the worker that handled it.
 
 A partition whose stage must first be recovered (taken over mid-way: a restart, a rebalance)
 is paused and rewound to its first record of the batch, and recovers in the background
@@ -91,6 +94,8 @@ class TickConsumer(Service):
         self._batch = asyncio.Lock()
         self._consumer: AIOKafkaConsumer | None = None
         self._consuming: asyncio.Future[Any] | None = None
+        self._committing: asyncio.Future[None] | None = None
+        """The commit of the last batch handled, until it has landed."""
         self._recovering: set[TopicPartition] = set()
 
     async def on_start(self) -> None:
@@ -105,15 +110,16 @@ class TickConsumer(Service):
                 max_poll_interval_ms=round(settings.max_poll_interval_seconds * 1000),
                 group_instance_id=settings.instance_id),
             settings, f"consuming {self.topic}")
-        self._consumer.subscribe([self.topic], listener=_Handover(self._batch))
+        self._consumer.subscribe([self.topic], listener=_Handover(self._batch, self._committed))
         self._consuming = self.add_future(self._consume(self._consumer))
 
     async def on_stop(self) -> None:
         if self._consumer is None or self._consuming is None:
             return
-        async with self._batch:  # the batch in flight is delivered and committed first
+        async with self._batch:  # the batch in flight is delivered first
             self._consuming.cancel()
         await asyncio.wait([self._consuming])
+        await self._committed()
         await self._consumer.stop()
 
     async def _consume(self, consumer: AIOKafkaConsumer) -> None:
@@ -127,8 +133,9 @@ class TickConsumer(Service):
                 if batch:
                     await asyncio.gather(*await self._handle(
                         [record for records in batch.values() for record in records]))
-                    await self._commit(consumer, {tp: records[-1].offset + 1
-                                                  for tp, records in batch.items()})
+                    await self._committed()
+                    self._committing = asyncio.ensure_future(self._commit(
+                        consumer, {tp: records[-1].offset + 1 for tp, records in batch.items()}))
                     await self._stages.checkpoint({tp.partition: log_end(consumer.highwater, tp)
                                                    for tp in batch})
 
@@ -160,6 +167,12 @@ class TickConsumer(Service):
         if tp in consumer.assignment():
             consumer.resume(tp)
 
+    async def _committed(self) -> None:
+        """Until the commit of the last batch handled has landed (raising what it raised)."""
+        if self._committing is not None:
+            await self._committing
+            self._committing = None
+
     async def _commit(
         self, consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]
     ) -> None:
@@ -173,7 +186,8 @@ class TickConsumer(Service):
 
 
 class _Handover(ConsumerRebalanceListener):
-    """Lets a rebalance proceed only between batches, so a batch is committed by its owner.
+    """Lets a rebalance proceed only between batches, once the last batch's commit has landed,
+    so a batch is committed by its owner.
 
     A revoked partition's stage is kept, not dropped (:mod:`streams.runners.recovery`): one
     whose partition comes straight back is reused as it is, and one that missed records
@@ -181,11 +195,13 @@ class _Handover(ConsumerRebalanceListener):
     is further.
     """
 
-    def __init__(self, batch: asyncio.Lock) -> None:
+    def __init__(self, batch: asyncio.Lock, committed: Callable[[], Awaitable[None]]) -> None:
         self._batch = batch
+        self._committed = committed
 
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
         async with self._batch:
+            await self._committed()
             log.info("market-ticks partitions revoked: %s", sorted(tp.partition for tp in revoked))
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:

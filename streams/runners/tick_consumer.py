@@ -34,7 +34,7 @@ from streams.settings import Settings
 
 log = logging.getLogger(__name__)
 
-MAX_RECORDS = 2000
+MAX_RECORDS = 4000
 """Records taken from the topic at once."""
 POLL_MS = 1000
 """How long an idle poll waits for records (stopping cancels the wait)."""

@@ -349,10 +349,13 @@ def run(args: argparse.Namespace, bootstrap: str, workdir: Path, data_dir: Path 
                           f"{int(replayed):,} records replayed")
         ready = logged_at(text, "Worker ready")
         restored = logged_at(text, "restored the", last=True)
-        if ready is not None and restored is not None:
-            console.print(f"  the recovering worker was ready {ready - started:.1f} s after "
-                          f"{since}, its stages restored {restored - started:.1f} s after it; "
-                          f"the rest is the probe's epoch")
+        if restored is not None:
+            # With two workers the recovering one was ready before the kill.
+            was_ready = (f" was ready {ready - started:.1f} s after {since}, its stages "
+                         if ready is not None and ready > started else "'s stages were ")
+            console.print(f"  the recovering worker{was_ready}restored "
+                          f"{restored - started:.1f} s after {since}; the rest is the probe's "
+                          "epoch")
         if args.compare:
             compare(settings, data, [*events, *probe_jobs, *closing], args)
         for topic, partitions in ((settings.topics.market_ticks, args.market_partitions),

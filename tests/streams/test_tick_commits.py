@@ -43,6 +43,9 @@ class Consumer:
     def highwater(self, tp: TopicPartition) -> int | None:
         return None
 
+    async def stop(self) -> None:
+        self.log.append("stopped")
+
 
 class Ready:
     def ready(self, partition: int, offset: int) -> bool:
@@ -96,3 +99,24 @@ async def test_a_commit_lands_while_the_next_batch_is_handled_and_is_waited_for(
     finally:
         consuming.cancel()
         await asyncio.gather(consuming, return_exceptions=True)
+
+
+async def test_a_stop_waits_for_the_commit_in_flight():
+    log: list[str] = []
+
+    async def handle(batch: list[ConsumerRecord]) -> list[asyncio.Future[None]]:
+        log.append(f"handled {batch[0].offset}..{batch[-1].offset}")
+        return []
+
+    consumer = Consumer([records(0, 3)], log)
+    ticks = TickConsumer(Settings(), handle, Ready())
+    ticks._consumer = consumer
+    ticks._consuming = asyncio.ensure_future(ticks._consume(consumer))
+    await until(lambda: "commit 3 sent" in log)
+    stopping = asyncio.ensure_future(ticks.on_stop())
+    await asyncio.sleep(0.05)
+    assert not stopping.done()
+    assert "stopped" not in log
+    consumer.landing[0].set_result(None)
+    await asyncio.wait_for(stopping, 5)
+    assert log[-2:] == ["commit 3 landed", "stopped"]

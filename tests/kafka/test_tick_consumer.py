@@ -4,7 +4,6 @@ middle of a batch is dead-lettered while the rest of the batch flows."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Mapping, Sequence
 
 import pytest
@@ -21,6 +20,7 @@ from streams.runners.tick_consumer import TickConsumer, group_id
 from streams.settings import Settings, Topics
 from tests.kafka.pipeline_harness import Pipeline, wait_for
 from tests.kafka_fixture import TopicFactory
+from tests.streams.ready_stages import ReadyStages
 
 pytestmark = pytest.mark.kafka
 
@@ -56,25 +56,14 @@ async def test_a_batch_is_committed_only_after_its_deliveries_and_stop_waits_for
         deliveries.append(asyncio.get_running_loop().create_future())
         return [deliveries[-1]]
 
-    class Ready:
-        """Stages at every offset; records when they are checkpointed."""
-
-        def ready(self, partition: int, offset: int) -> bool:
-            return True
-
-        async def recover(self, partition: int, offset: int) -> None:
-            raise AssertionError("nothing to recover")
-
-        async def checkpoint(self, log_ends: Mapping[int, int | None]) -> None:
-            checkpoints.append(all(delivery.done() for delivery in deliveries))
-            ends.append(dict(log_ends))
-
-        def batch(self) -> contextlib.nullcontext[None]:
-            return contextlib.nullcontext()
-
     checkpoints: list[bool] = []
     ends: list[dict[int, int | None]] = []
-    consumer = TickConsumer(settings, handle, Ready())
+
+    def checkpointed(log_ends: Mapping[int, int | None]) -> None:
+        checkpoints.append(all(delivery.done() for delivery in deliveries))
+        ends.append(dict(log_ends))
+
+    consumer = TickConsumer(settings, handle, ReadyStages(checkpointed))
     await consumer.start()
     try:
         async with asyncio.timeout(30):

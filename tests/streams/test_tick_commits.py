@@ -4,13 +4,13 @@ and a rebalance or a stop waits for the commit in flight (no broker: a consumer 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Mapping
 
 from aiokafka import ConsumerRecord, TopicPartition
 
 from streams.runners.tick_consumer import TickConsumer, _Handover
 from streams.settings import Settings
+from tests.streams.ready_stages import ReadyStages
 
 TP = TopicPartition("market-ticks", 0)
 
@@ -47,20 +47,6 @@ class Consumer:
         self.log.append("stopped")
 
 
-class Ready:
-    def ready(self, partition: int, offset: int) -> bool:
-        return True
-
-    async def recover(self, partition: int, offset: int) -> None:
-        raise AssertionError("nothing to recover")
-
-    async def checkpoint(self, log_ends: Mapping[int, int | None]) -> None:
-        pass
-
-    def batch(self) -> contextlib.nullcontext[None]:
-        return contextlib.nullcontext()
-
-
 async def until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
     async with asyncio.timeout(seconds):
         while not condition():
@@ -75,7 +61,7 @@ async def test_a_commit_lands_while_the_next_batch_is_handled_and_is_waited_for(
         return []
 
     consumer = Consumer([records(0, 3), records(3, 2)], log)
-    ticks = TickConsumer(Settings(), handle, Ready())
+    ticks = TickConsumer(Settings(), handle, ReadyStages())
     consuming = asyncio.ensure_future(ticks._consume(consumer))
     try:
         await until(lambda: len(log) == 3)
@@ -109,7 +95,7 @@ async def test_a_stop_waits_for_the_commit_in_flight():
         return []
 
     consumer = Consumer([records(0, 3)], log)
-    ticks = TickConsumer(Settings(), handle, Ready())
+    ticks = TickConsumer(Settings(), handle, ReadyStages())
     ticks._consumer = consumer
     ticks._consuming = asyncio.ensure_future(ticks._consume(consumer))
     await until(lambda: "commit 3 sent" in log)

@@ -4,7 +4,7 @@ and a rebalance or a stop waits for the commit in flight (no broker: a consumer 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from aiokafka import ConsumerRecord, TopicPartition
 
@@ -47,6 +47,15 @@ class Consumer:
         self.log.append("stopped")
 
 
+def handler(log: list[str]) -> Callable[[list[ConsumerRecord]],
+                                       Awaitable[list[asyncio.Future[None]]]]:
+    """Handles a batch by logging its offsets; it delivers nothing."""
+    async def handle(batch: list[ConsumerRecord]) -> list[asyncio.Future[None]]:
+        log.append(f"handled {batch[0].offset}..{batch[-1].offset}")
+        return []
+    return handle
+
+
 async def until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
     async with asyncio.timeout(seconds):
         while not condition():
@@ -56,12 +65,8 @@ async def until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
 async def test_a_commit_lands_while_the_next_batch_is_handled_and_is_waited_for():
     log: list[str] = []
 
-    async def handle(batch: list[ConsumerRecord]) -> list[asyncio.Future[None]]:
-        log.append(f"handled {batch[0].offset}..{batch[-1].offset}")
-        return []
-
     consumer = Consumer([records(0, 3), records(3, 2)], log)
-    ticks = TickConsumer(Settings(), handle, ReadyStages())
+    ticks = TickConsumer(Settings(), handler(log), ReadyStages())
     consuming = asyncio.ensure_future(ticks._consume(consumer))
     try:
         await until(lambda: len(log) == 3)
@@ -90,12 +95,8 @@ async def test_a_commit_lands_while_the_next_batch_is_handled_and_is_waited_for(
 async def test_a_stop_waits_for_the_commit_in_flight():
     log: list[str] = []
 
-    async def handle(batch: list[ConsumerRecord]) -> list[asyncio.Future[None]]:
-        log.append(f"handled {batch[0].offset}..{batch[-1].offset}")
-        return []
-
     consumer = Consumer([records(0, 3)], log)
-    ticks = TickConsumer(Settings(), handle, ReadyStages())
+    ticks = TickConsumer(Settings(), handler(log), ReadyStages())
     ticks._consumer = consumer
     ticks._consuming = asyncio.ensure_future(ticks._consume(consumer))
     await until(lambda: "commit 3 sent" in log)

@@ -10,7 +10,8 @@ with ``ensure_ascii=False``. It differs in what this module screens out:
   them to say what is wrong;
 - deep nesting: orjson before 3.9 recurses without a limit, down to a crash;
 - writing a float below 1e-4 or from 1e16 up: ``repr`` gives ``1e-05`` and ``1e+16``, orjson
-  ``0.00001`` and ``1e16``.
+  ``0.00001`` and, before 3.13, ``1e16``. Any exponent, in either spelling, takes the standard
+  path, so the bytes written do not depend on orjson's version.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 import orjson
 
-_EXPONENT = re.compile(rb"e[-0-9]")
+_EXPONENT = re.compile(rb"e[-+0-9]")
 _NUMBER_PART = frozenset(b"0123456789.-")
 _SMALL = b"0.0000"
 """What orjson writes for a float of magnitude below 1e-4 unless it gives an exponent."""

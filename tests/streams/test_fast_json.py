@@ -99,6 +99,14 @@ def test_the_standard_path_writes_what_orjson_would_write_otherwise(value):
     assert fast_json.dumps({"x": 0.5}) == canonical_json({"x": 0.5})
 
 
+@pytest.mark.parametrize("written", [b'{"x":1e16}', b'{"x":1e+16}', b'{"x":[0.5,-2.5e20]}',
+                                     b'{"x":-2.5e+20}', b'{"x":5e-324}'])
+def test_an_exponent_in_either_spelling_is_seen(written):
+    """orjson before 3.13 writes ``1e16``, from 3.13 ``1e+16``: both take the standard path."""
+    assert fast_json._has_exponent(written)
+    assert not fast_json._has_exponent(b'{"e1":"e-5","x":10.5}')
+
+
 def test_a_repeated_field_is_still_named():
     with pytest.raises(ValueError, match="event field 'type' appears twice"):
         parse_event(b'{"type":"price_tick","type":"job_finished"}')

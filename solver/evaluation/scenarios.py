@@ -27,6 +27,8 @@
   window waiting for the next boundary. Probe traces, whose counts are only 0 or 1, are read
   as "``capacity_per_probe`` instances obtainable, or none": availability ×
   ``capacity_per_probe``.
+* ``shapes`` plays synthetic markets of several shapes drawn from parameters calibrated on the
+  public traces, not the given ones (:mod:`solver.evaluation.shapes`).
 
 Every episode carries the markets' forecasters trained on the trace before its window, as a
 live deployment would have them (:class:`~solver.forecast.models.MarketModels`), trained when
@@ -43,7 +45,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -55,7 +57,10 @@ from solver.market import SECONDS_PER_HOUR, MarketData, MarketTicks, build_marke
 from solver.migration import DEFAULT_MIGRATION, MigrationTable
 from solver.workload import WorkloadSpec, generate_jobs
 
-SCENARIOS = ("cant-be-late", "multi-region", "fine-tune", "scarce")
+if TYPE_CHECKING:
+    from solver.evaluation.shapes import ShapesSpec
+
+SCENARIOS = ("cant-be-late", "multi-region", "fine-tune", "scarce", "shapes")
 
 
 @dataclass
@@ -491,8 +496,10 @@ def build_cases(
     ticks: Sequence[MarketTicks], scenarios: Sequence[str], windows: int, seed: int,
     cant_be_late: CantBeLateSpec = CantBeLateSpec(),
     multi_region: MultiRegionSpec = MultiRegionSpec(),
+    shapes: ShapesSpec | None = None,
 ) -> list[Case]:
-    """The cases of each named scenario, in order."""
+    """The cases of each named scenario, in order (``shapes``: its own windows and markets,
+    :class:`~solver.evaluation.shapes.ShapesSpec` by default)."""
     unknown = [s for s in scenarios if s not in SCENARIOS]
     if unknown:
         raise ValueError(f"scenario={unknown[0]!r}: expected one of {', '.join(SCENARIOS)}")
@@ -502,6 +509,11 @@ def build_cases(
             cases += cant_be_late_cases(ticks, windows, seed, cant_be_late)
         elif scenario == "multi-region":
             cases += multi_region_cases(ticks, windows, seed, multi_region)
+        elif scenario == "shapes":
+            # shapes builds on this module, so it is read only when asked for
+            from solver.evaluation.shapes import ShapesSpec, shapes_cases
+
+            cases += shapes_cases(seed, shapes or ShapesSpec())
         else:
             spec = SCARCE if scenario == "scarce" else FineTuneSpec()
             cases.append(fine_tune_case(ticks, windows, seed, spec))

@@ -35,6 +35,12 @@ def _scenarios() -> tuple[str, ...]:
     return SCENARIOS
 
 
+def _seed_splits() -> tuple[str, ...]:
+    from solver.evaluation.shapes import SEED_SPLITS
+
+    return SEED_SPLITS
+
+
 def _forecast_kinds() -> tuple[str, ...]:
     from solver.policies.forecast_sources import FORECAST_KINDS
 
@@ -54,14 +60,20 @@ def evaluate(
         "a synthetic market of 6 zones over 46 days of 195 s ticks.", exists=True,
         dir_okay=False)] = None,
     scenario: Annotated[list[str] | None, typer.Option(
-        metavar="<name>", help="Scenario: cant-be-late, multi-region, fine-tune or scarce; "
-        "repeatable. Default: cant-be-late and fine-tune.", callback=one_of(_scenarios))] = None,
+        metavar="<name>", help="Scenario: cant-be-late, multi-region, fine-tune, scarce or "
+        "shapes (synthetic markets of calibrated shapes; no trace read); repeatable. Default: "
+        "cant-be-late and fine-tune.", callback=one_of(_scenarios))] = None,
     policy: Annotated[list[str] | None, typer.Option(
         metavar="<spec>", help="Policy NAME[:key=value,...] to evaluate; repeat for more. "
         "Default: every registered one but the scenario's slow ones (docs/evaluation.md).",
         callback=check_policies)] = None,
-    windows: Annotated[int, typer.Option(
-        help="Seeded windows per scenario.", callback=positive_count)] = 30,
+    windows: Annotated[int | None, typer.Option(
+        help="Seeded windows per scenario. Default: 30; shapes: 3 per shape.",
+        callback=positive_count)] = None,
+    seeds: Annotated[str, typer.Option(
+        metavar="<half>", help="shapes: the half of the market seeds to play: tune (to choose "
+        "parameters on) or held-out (to report on).",
+        callback=one_of(_seed_splits))] = "held-out",
     seed: Annotated[int, typer.Option(
         help="Seed of the windows, workloads and learners.", callback=non_negative)] = 0,
     forecast: Annotated[str, typer.Option(
@@ -122,14 +134,15 @@ def evaluate(
 ) -> None:
     """Evaluate policies over seeded windows of a trace.
 
-    Scenarios: Can't Be Late, SkyNomad's multi-region task, fine-tuning and scarce capacity
-    (docs/evaluation.md). The cells run on every core or on a Ray cluster and are kept in a
-    cache."""
+    Scenarios: Can't Be Late, SkyNomad's multi-region task, fine-tuning, scarce capacity and
+    a suite of synthetic market shapes (docs/evaluation.md). The cells run on every core or
+    on a Ray cluster and are kept in a cache."""
     from rich.console import Console
 
     from solver.choices import one_of
     from solver.evaluation.evaluate import EvaluationSettings
     from solver.evaluation.resample import resample_availability
+    from solver.evaluation.shapes import ShapesSpec
     from solver.policies.forecast_sources import FORECAST_KINDS
     from streams.evaluation.cache import default_cache_dir
     from streams.evaluation.runner import EXECUTORS, Execution
@@ -157,10 +170,12 @@ def evaluate(
         multi = _multi_region_spec("multi-region" in scenarios, work_hours, deadline_hours,
                                    overhead_hours, checkpoint_gb, zone, window_index,
                                    transfer_time, migration_table)
+        shapes = ShapesSpec(seeds=seeds) if windows is None \
+            else ShapesSpec(seeds=seeds, windows=windows)
         with writing():
-            run_evaluation(ticks, source, scenarios, policy, windows, seed, console, plots,
+            run_evaluation(ticks, source, scenarios, policy, windows or 30, seed, console, plots,
                            json_file, settings, tasks, value_of_forecasts, multi, execution,
-                           Console(stderr=True))
+                           Console(stderr=True), shapes)
     except ValueError as exc:
         fail(exc)
 

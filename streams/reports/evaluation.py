@@ -22,15 +22,18 @@ from solver.evaluation.evaluate import (
     regret_bound,
 )
 from solver.evaluation.scenarios import CantBeLateSpec, Case, MultiRegionSpec, build_cases
+from solver.evaluation.shapes import ShapesSpec
 from solver.market import MarketTicks
 from solver.policies import PolicySpec
 from streams.evaluation.cache import CellKeys, markets_digest
 from streams.evaluation.runner import Execution, play_plan
+from streams.evaluation.shapes_report import shapes_tables
 from streams.reports.plotting import bar_panel, save_figure
 from streams.reports.tables import add_number_columns, keyed_table, report_table
 
 DEFAULT_TASKS = CantBeLateSpec()
 DEFAULT_MULTI_REGION = MultiRegionSpec()
+DEFAULT_SHAPES = ShapesSpec()
 IN_PROCESS = Execution()
 """Every cell in this process, no cache."""
 
@@ -53,23 +56,33 @@ def run_evaluation(
     multi_region: MultiRegionSpec = DEFAULT_MULTI_REGION,
     execution: Execution = IN_PROCESS,
     progress: Console | None = None,
+    shapes: ShapesSpec = DEFAULT_SHAPES,
 ) -> list[CaseResult]:
     """Evaluate every case of ``scenarios`` on ``ticks``, print the tables and write the
     requested files; the CHC sensitivity study runs (on ``fine-tune``) when plots are asked,
     the value-of-forecasts study when ``forecast_values``. The cells are played as
-    ``execution`` says, with progress on ``progress`` (default ``console``)."""
+    ``execution`` says, with progress on ``progress`` (default ``console``); ``shapes``
+    sets up that scenario, whose shapes are summed up in two tables rather than one each."""
     specs = check_policies(policies) if policies is not None else None
-    cases = build_cases(ticks, scenarios, windows, seed, cant_be_late, multi_region)
+    cases = build_cases(ticks, scenarios, windows, seed, cant_be_late, multi_region, shapes)
     study = next((k for k, c in enumerate(cases) if c.scenario == "fine-tune"), None)
     plan = EvaluationPlan(tuple(cases), specs, seed, settings, forecast_values,
                           study if plots is not None else None)
     keys = CellKeys(plan, markets_digest(ticks), repr((windows, seed, cant_be_late,
-                                                         multi_region)))
+                                                         multi_region, shapes)))
     evaluation = play_plan(plan, execution, keys, progress or console)
     for k, (case, result) in enumerate(zip(cases, evaluation.cases, strict=True)):
-        console.print(case_table(result, _title(case, source)))
+        if case.scenario != "shapes":
+            console.print(case_table(result, _title(case, source)))
         if evaluation.forecast_values:
             console.print(forecast_table(evaluation.forecast_values[k], case.name))
+    shaped = [k for k, c in enumerate(cases) if c.scenario == "shapes"]
+    if shaped:
+        for table in shapes_tables([cases[k] for k in shaped],
+                                   [evaluation.cases[k] for k in shaped],
+                                   f"shapes, {shapes.windows} windows of the {shapes.seeds} "
+                                   "seeds"):
+            console.print(table)
     if evaluation.sensitivity:
         console.print(sensitivity_table(evaluation.sensitivity))
     if json_path is not None:

@@ -30,6 +30,11 @@ DEFAULT_POLICIES = ("on-demand", "spot-only", "greedy", "uniform-progress", "pre
                     "chc", "risk-aware", "policy-selection")
 
 
+def counted(n: int, noun: str) -> str:
+    """``1 job``, ``2 jobs``: a count and its noun, plural unless one."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def on_demand_prices(flags: list[str] | None, file: Path | None) -> dict[str, float]:
     """The user's on-demand prices from --prices and --on-demand-price."""
     from streams.traces.price_table import on_demand_overrides

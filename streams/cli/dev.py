@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from streams.cli.app import app
-from streams.cli.errors import fail
+from streams.cli.errors import ExitCode, fail
 from streams.cli.options import writes_dir
 
 DEVKAFKA = Path(__file__).resolve().parents[2] / "deploy" / "kafka" / "devkafka.py"
@@ -50,8 +50,8 @@ def dev_kafka(
     try:
         devkafka = load_devkafka()
     except ValueError as exc:
-        fail(exc, 1)
+        fail(exc, ExitCode.REJECTED)
     try:
         devkafka.serve(port, data_dir)
     except devkafka.DevKafkaError as exc:
-        fail(exc, 1)
+        fail(exc, ExitCode.REJECTED)

@@ -1,11 +1,12 @@
-"""How the command line reports a user's mistake: one line naming the flag, never a
-traceback."""
+"""How the command line reports a user's mistake: one line on standard error naming the
+flag, never a traceback, and the exit status that says what kind of failure it was."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from enum import IntEnum
 from typing import Any, NoReturn
 
 import typer
@@ -14,17 +15,42 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 console = Console(width=None if sys.stdout.isatty() else 120)
+"""Standard output: what a command was asked for."""
+diagnostics = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
+"""Standard error: errors, and what a command says about its own work."""
+
+
+class ExitCode(IntEnum):
+    """The exit status of every command (README, "Exit status")."""
+
+    OK = 0
+    REJECTED = 1
+    """The service refused (a job rejected), or the work itself failed (a file not written)."""
+    BAD_INPUT = 2
+    """A flag, a file or a setting is not what was expected."""
+    NO_BROKER = 3
+    """The broker cannot be reached or refuses the connection."""
+
+
+def exit_code(error: Exception) -> ExitCode:
+    """The exit status of a command that ends in ``error``."""
+    from aiokafka.errors import KafkaError
+
+    from streams.kafka.connect import BrokerError
+
+    broker = isinstance(error, BrokerError | KafkaError)
+    return ExitCode.NO_BROKER if broker else ExitCode.BAD_INPUT
 
 
 def say_error(message: str) -> None:
-    """Print ``error: message`` on one logical line."""
-    console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    """Print ``error: message`` on one logical line of standard error."""
+    diagnostics.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
 
 
-def fail(error: Exception, code: int = 2) -> NoReturn:
-    """Print a one-line error and exit."""
+def fail(error: Exception, code: ExitCode | None = None) -> NoReturn:
+    """Print a one-line error and exit with ``code``, by default :func:`exit_code`'s."""
     say_error(str(error))
-    raise typer.Exit(code) from error
+    raise typer.Exit(exit_code(error) if code is None else code) from error
 
 
 @contextmanager
@@ -35,7 +61,7 @@ def writing() -> Iterator[None]:
         yield
     except OSError as exc:
         where = f"{exc.filename}: cannot write" if exc.filename else "cannot write the output"
-        fail(ValueError(f"{where} ({exc.strerror or exc})"), 1)
+        fail(ValueError(f"{where} ({exc.strerror or exc})"), ExitCode.REJECTED)
 
 
 def wrote(*paths: object) -> None:
@@ -63,5 +89,5 @@ class OneLineErrors(TyperGroup):
             sys.exit(exc.exit_code)
         except typer.Abort:
             say_error("aborted")
-            sys.exit(1)
+            sys.exit(ExitCode.REJECTED)
         sys.exit(code if isinstance(code, int) else 0)

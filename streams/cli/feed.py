@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 from streams.cli.app import app
 from streams.cli.common import broker_logging, command_settings, on_demand_prices
-from streams.cli.errors import fail
+from streams.cli.errors import ExitCode, fail
 from streams.cli.options import (
     DEFAULT_LOG_LEVEL,
     Broker,
@@ -141,4 +141,4 @@ def _serve_feed(settings: Settings, markets: list[Market], source: PriceSource,
     try:
         run_until_stopped(runner.run)
     except (FeedError, KafkaError, OSError) as exc:
-        fail(exc, 1)
+        fail(exc, ExitCode.REJECTED)

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from streams.settings import Settings
 
 from streams.cli.app import app
-from streams.cli.common import broker_logging, one_shot_settings, run_on_broker
-from streams.cli.errors import console, fail
+from streams.cli.common import broker_logging, counted, one_shot_settings, run_on_broker
+from streams.cli.errors import ExitCode, console, diagnostics, fail
 from streams.cli.options import Broker, FlagError, at_least
 
 DEFAULT_WAIT_SECONDS = 60.0
@@ -75,7 +75,7 @@ def submit(
     submissions = _submissions(jobs)
     if no_wait:
         _publish(settings, list(submissions))
-        console.print(f"published {len(submissions)} job submissions to "
+        console.print(f"published {counted(len(submissions), 'job submission')} to "
                       f"{settings.topics.job_events}; `spotsched jobs` shows what the service "
                       "made of them", highlight=False, soft_wrap=True)
         return
@@ -83,10 +83,10 @@ def submit(
     for answer in answers:
         console.print(f"{answer.job_id}: {answer.text}", highlight=False, soft_wrap=True)
     rejected = sum(a.verdict == "rejected" for a in answers)
-    console.print(f"{len(answers)} jobs submitted: {len(answers) - rejected} accepted or "
-                  f"queued, {rejected} rejected", highlight=False)
+    console.print(f"{counted(len(answers), 'job')} submitted: {len(answers) - rejected} "
+                  f"accepted or queued, {rejected} rejected", highlight=False)
     if rejected:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.REJECTED)
 
 
 def _submissions(path: Path) -> list[JobSubmitted]:
@@ -112,9 +112,9 @@ async def _submit_and_wait(settings: Settings, submissions: list[JobSubmitted],
     topics = settings.topics
     since = await end_offsets(settings, [topics.decisions, topics.dead_letters])
     placed = await publish_job_events(settings, submissions)
-    console.print(f"published {len(placed)} job submissions to {topics.job_events}; waiting up "
-                  f"to {wait:g} s for the service's answers (--no-wait: do not)",
-                  highlight=False, soft_wrap=True)
+    diagnostics.print(f"published {counted(len(placed), 'job submission')} to "
+                      f"{topics.job_events}; waiting up to {wait:g} s for the service's answers "
+                      "(--no-wait: do not)", highlight=False, soft_wrap=True)
     return await await_answers(settings, submissions, placed, since, wait)
 
 

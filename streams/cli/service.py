@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 
 from streams.cli.app import app
 from streams.cli.common import broker_logging, one_shot_settings, run_on_broker
-from streams.cli.errors import console, fail
-from streams.cli.options import Broker
+from streams.cli.errors import console, diagnostics, fail
+from streams.cli.options import Broker, one_of
+from streams.reports.job_states import ACTIVE_STATES, STATES
 
 JsonLines = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
 Follow = Annotated[bool, typer.Option(
@@ -32,16 +33,24 @@ def shown(time: datetime | None) -> str:
 def jobs(
     job_id: Annotated[str | None, typer.Argument(
         help="One job: its history of events and decisions.")] = None,
+    state: Annotated[list[str] | None, typer.Option(
+        "--state", metavar="<state>", callback=one_of(lambda: STATES),
+        help=f"Only jobs in this state; repeatable. States: {', '.join(STATES)}.")] = None,
+    every: Annotated[bool, typer.Option(
+        "--all", help="Every job, also those that ended (default: the active ones: "
+        f"{', '.join(ACTIVE_STATES)}).")] = False,
     bootstrap_servers: Broker = None,
     json_lines: JsonLines = False,
     follow: Follow = False,
 ) -> None:
-    """Every job the service knows: its state, cost and finish.
+    """The service's jobs: state, cost and deadlines.
 
-    Cost so far, progress, projected finish against the deadlines, read from the job
-    events, the epochs, the decisions and the dead letters on the broker. States: pending
-    (no decision yet), waiting (idle), running, cancelling, finished, missed, cancelled,
-    failed, rejected (with the reason)."""
+    Per job: market and instances now, work done, cost so far and utility (value at the finish
+    minus the cost), restarts, the start and time run, the finish (projected while it runs)
+    and each deadline met, missed, on track or at risk; read from the job events, the epochs,
+    the decisions and the dead letters on the broker. States: pending (no decision yet),
+    waiting (idle), running, cancelling, finished, missed, cancelled, failed, rejected (with
+    the reason). --json gives the same fields."""
     import json
 
     from streams.kafka.topic_reader import read_topics
@@ -51,6 +60,12 @@ def jobs(
     broker_logging()
     topics = settings.topics
     book = JobBook(topics.job_events)
+    wanted = set(state or ())
+
+    def selected() -> list[JobView]:
+        if job_id is not None:
+            return [v for v in book.jobs.values() if v.job_id == job_id]
+        return book.select(state or (), every)
 
     live = False
 
@@ -58,10 +73,9 @@ def jobs(
         nonlocal live
         live = True
         if json_lines:
-            typer.echo(json.dumps([v.as_dict(book.now) for v in book.jobs.values()
-                                   if job_id in (None, v.job_id)]))
+            typer.echo(json.dumps([v.as_dict(book.now) for v in selected()]))
         else:
-            _print_jobs(book, job_id)
+            _print_jobs(book, selected())
 
     async def read() -> None:
         states: dict[str, tuple[str, str]] = {}
@@ -71,10 +85,10 @@ def jobs(
             view = book.add(event)
             if view is None or (job_id is not None and view.job_id != job_id):
                 continue
-            state = (view.state, view.detail)
-            if states.get(view.job_id) != state:
-                states[view.job_id] = state
-                if not live:
+            change = (view.state, view.detail)
+            if states.get(view.job_id) != change:
+                states[view.job_id] = change
+                if not live or (wanted and view.state not in wanted):
                     continue
                 if json_lines:
                     typer.echo(json.dumps(view.as_dict(book.now)))
@@ -88,84 +102,81 @@ def jobs(
         view = book.jobs.get(job_id)
         if view is None:
             fail(ValueError(f"job {job_id!r}: no such job on {topics.job_events} at "
-                            f"{settings.bootstrap_servers}; `spotsched jobs` lists the jobs"))
+                            f"{settings.bootstrap_servers}; `spotsched jobs --all` lists the "
+                            "jobs"))
         if json_lines:
             typer.echo(json.dumps({**view.as_dict(book.now), "history": [
                 json.loads(e.model_dump_json()) for e in view.history]}))
         else:
             _print_history(view, book)
     elif json_lines:
-        typer.echo(json.dumps([v.as_dict(book.now) for v in book.jobs.values()], indent=1))
+        typer.echo(json.dumps([v.as_dict(book.now) for v in selected()], indent=1))
     else:
-        _print_jobs(book)
-
-
-def _epoch_line(book: JobBook) -> str:
-    last = book.last_epoch
-    return ("no epoch closed yet" if last is None
-            else f"last epoch {last.epoch} closed at {shown(last.event_time)} UTC")
+        _print_jobs(book, selected())
 
 
 def _change_line(view: JobView, book: JobBook) -> str:
     return " ".join(p for p in (shown(book.now), view.job_id, view.state, view.detail) if p)
 
 
-def _print_jobs(book: JobBook, only: str | None = None) -> None:
-    """The jobs (or job ``only``) as a table, with where each runs or why it was rejected or
-    failed below."""
-    from rich import box
-    from rich.table import Table
+def _print_jobs(book: JobBook, views: list[JobView]) -> None:
+    """The jobs as a table, with where each runs or why it was rejected or failed below, and
+    what the table leaves out."""
+    from streams.reports.jobs_table import jobs_table, others_line
 
-    now = book.now
-    views = [v for v in book.jobs.values() if only in (None, v.job_id)]
-    table = Table(title=f"{len(book.jobs)} jobs; {_epoch_line(book)}", box=box.SIMPLE_HEAD)
-    for name in ("job", "state", "done", "USD", "finish", "soft/hard"):
-        table.add_column(name, no_wrap=True)
-    for view in views:
-        job = view.submitted
-        done, _ = view.work_done(now)
-        table.add_row(
-            view.job_id, view.state,
-            f"{100 * done / job.workload:.0f}%" if job is not None else "-",
-            f"{view.cost_usd:.2f}", short(view.projected_finish(now)),
-            f"{short(job.soft_deadline)}\n{short(job.hard_deadline)}" if job else "-")
-    console.print(table)
+    console.print(jobs_table(book, views, console))
     for view in views:  # where each runs, why each was rejected or failed
         if view.detail:
             say(f"{view.job_id} {view.state}: {view.detail}")
-
-
-def short(time: datetime | None) -> str:
-    """A time for a narrow column: month, day and UTC time (the year is the title's)."""
-    return "-" if time is None else f"{time:%m-%d %H:%M}"
+    others = others_line(book, views)
+    if others:
+        diagnostics.print(others, highlight=False, soft_wrap=True)
 
 
 def _print_history(view: JobView, book: JobBook) -> None:
     from streams.contract import DeadLetter, JobProgress, ProvisioningDecision
+    from streams.reports.decisions import REPLAY_NOTE, SeenKeys
+    from streams.reports.jobs_table import duration, epoch_line
 
-    job = view.submitted
+    job, now = view.submitted, book.now
     say(f"{view.job_id}: {view.state}" + (f" ({view.detail})" if view.detail else ""))
     if job is not None:
-        done, source = view.work_done(book.now)
-        say(f"work {done:.3g} of {job.workload:g} ({source}); cost so far {view.cost_usd:.2f} "
-            f"USD; released {shown(job.release)}, soft deadline {shown(job.soft_deadline)}, "
-            f"hard deadline {shown(job.hard_deadline)}; projected finish "
-            f"{shown(view.projected_finish(book.now))}; {_epoch_line(book)}")
+        done, source = view.work_done(now)
+        utility = view.utility_usd(now)
+        running = view.running_now
+        say(f"work {done:,.2f} of {job.workload:,.2f} ({source}); cost so far "
+            f"{view.cost_usd:,.2f} USD; utility "
+            + ("-" if utility is None else f"{utility:,.2f} USD")
+            + f"; restarts {view.restarts}"
+            + (f"; now {running.market}: {running.spot} spot + {running.on_demand} on-demand"
+               if running is not None else ""))
+        say(f"released {shown(job.release)}, started {shown(view.started)}, "
+            + (f"ended {shown(view.ended)}" if view.ended else "still active")
+            + f", ran {duration(view.run_seconds(now))}; finish {shown(view.finish(now))}; "
+            f"soft deadline {shown(job.soft_deadline)} {view.standing('soft', now) or '-'}, "
+            f"hard deadline {shown(job.hard_deadline)} {view.standing('hard', now) or '-'}; "
+            f"{epoch_line(book)}")
+    seen, replayed = SeenKeys(), False
     for event in sorted(view.history, key=lambda e: (isinstance(e, DeadLetter), e.event_time)):
         if isinstance(event, ProvisioningDecision):
+            replay = seen.replay(event)
+            replayed |= replay
             cause = f" ({event.release_cause})" if event.release_cause else ""
-            say(f"  {shown(event.slot_start)} epoch {event.epoch} {event.action}{cause} "
+            say(f"  {shown(event.slot_start)}{' *' if replay else ''} {event.action}{cause} "
                 f"{event.market} spot={event.spot} on-demand={event.on_demand} "
-                f"${event.expected_cost_usd:.2f}: {event.reason}")
+                f"${event.expected_cost_usd:.2f} [{event.planner or event.policy}]: "
+                f"{event.reason}")
         elif isinstance(event, DeadLetter):
             say(f"  {shown(event.event_time)} rejected: {event.reason}")
         elif isinstance(event, JobProgress):
-            left = "" if event.remaining_work is None else f", {event.remaining_work:.3g} left"
-            say(f"  {shown(event.event_time)} progress: {event.work_done:.3g} done{left}")
+            left = "" if event.remaining_work is None else f", {event.remaining_work:,.2f} left"
+            say(f"  {shown(event.event_time)} progress: {event.work_done:,.2f} done{left}")
         else:
             why = getattr(event, "reason", None)
             say(f"  {shown(event.event_time)} {event.type.removeprefix('job_')}"
                 + (f": {why}" if why else ""))
+    if replayed:
+        say(REPLAY_NOTE)
 
 
 def say(line: str) -> None:

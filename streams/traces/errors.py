@@ -71,8 +71,9 @@ def read_json(path: PathLike) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
-        raise TraceFormatError(
-            path, f"line {error.lineno} column {error.colno}", "JSON", error.msg, "valid JSON"
+        raise TraceFormatError.locate(
+            path, f"line {error.lineno} column {error.colno}",
+            ValueError(f"not valid JSON ({error.msg})")
         ) from error
 
 

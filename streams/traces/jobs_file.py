@@ -55,11 +55,7 @@ def load_jobs(path: PathLike) -> list[Job]:
     jobs: list[Job] = []
     first_place: dict[str, str] = {}
     for where, entry in entries:
-        values = {key: _value(path, where, key, raw, text) for key, raw in entry.items()}
-        try:
-            job = Job(**values)
-        except ValueError as error:
-            raise TraceFormatError.locate(path, where, error) from None
+        job = job_of(entry, path, where, text)
         if job.id in first_place:
             raise TraceFormatError(
                 path, where, "id", job.id, f"a job id not already used at {first_place[job.id]}"
@@ -67,6 +63,18 @@ def load_jobs(path: PathLike) -> list[Job]:
         first_place[job.id] = where
         jobs.append(job)
     return jobs
+
+
+def job_of(entry: dict[str, Any], source: PathLike, where: str = "",
+           text: bool = True) -> Job:
+    """The job of one entry of ``source`` (CSV text when ``text``, else JSON values), checked
+    as each job of a file is; the required fields must be there."""
+    _require(source, where, entry)
+    values = {key: _value(source, where, key, raw, text) for key, raw in entry.items()}
+    try:
+        return Job(**values)
+    except ValueError as error:
+        raise TraceFormatError.locate(source, where, error) from None
 
 
 def _json_entries(path: PathLike) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -149,7 +149,7 @@ def test_a_write_that_fails_after_the_checks_ends_in_one_line(capsys):
     with pytest.raises(typer.Exit) as stopped, writing(), open("/dev/full", "w") as full:
         full.write("a decision\n")
     assert stopped.value.exit_code == 1
-    assert capsys.readouterr().out == "error: cannot write the output (No space left on device)\n"
+    assert capsys.readouterr().err == "error: cannot write the output (No space left on device)\n"
 
 
 def test_output_folders_are_created_and_every_written_file_named(tmp_path, places):

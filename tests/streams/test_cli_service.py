@@ -1,5 +1,6 @@
 """The operator's commands without a broker: their flag errors, and a broker that does not
-answer ends each within 10 s in one line saying how to start one."""
+answer ends each within 10 s in one line on standard error saying how to start one, exit
+status 3."""
 
 import time
 
@@ -22,13 +23,14 @@ NOBODY = "127.0.0.1:1"
     (["progress", "x"], "Missing option '--work-done'"),
     (["submit", "examples/demo-jobs.json", "--wait", "-1"],
      "--wait -1.0: expected a number of seconds >= 0"),
+    (["jobs", "--state", "runing"], "--state runing: expected one of pending, waiting, running"),
 ])
 def test_a_mistake_ends_in_one_line_naming_the_flag(args, message, monkeypatch):
     monkeypatch.chdir(REPO_ROOT)
     result = runner.invoke(app, args)
     assert result.exit_code == 2, result.output
-    assert message in result.output
-    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert message in result.stderr and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1, result.output
 
 
 @pytest.mark.parametrize("text", ["2023-03-08T12:00:00Z", "2023-03-08T12:00:00",
@@ -58,9 +60,10 @@ def test_a_silent_broker_ends_a_one_shot_command_within_10_s(args, monkeypatch, 
     started = time.monotonic()
     result = runner.invoke(app, [*args, "--bootstrap-servers", NOBODY])
     elapsed = time.monotonic() - started
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 3, result.output
     assert elapsed < 10, elapsed
-    error = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert not [line for line in result.stdout.splitlines() if line.startswith("error:")]
+    error = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(error) == 1 and "cannot connect" in error[0], result.output
     assert "`spotsched dev kafka`" in error[0]
     assert "Traceback" not in result.output

@@ -136,3 +136,45 @@ def test_the_decisions_table_keeps_market_keys_whole_at(width, decisions):
     assert_readable(lines, width, keys)
     assert "decisions of greedy" in lines[0]
 
+
+
+def test_the_decisions_table_names_each_planner_and_marks_replays(decisions):
+    replayed = [*decisions[:3], decisions[0]]  # a worker restarted and wrote the first again
+    console = Console(width=160, file=io.StringIO(), record=True)
+    console.print(decisions_table(replayed, console))
+    lines = console.export_text().splitlines()
+    marked = [line for line in lines if f"{replayed[0].slot_start:%Y-%m-%d %H:%M} *" in line]
+    assert len(marked) == 1 and replayed[0].job_id in marked[0], "\n".join(lines)
+    assert any("replay: a decision already listed" in line for line in lines)
+    assert all(d.planner and any(d.planner in line for line in lines) for d in replayed)
+    console = Console(width=160, file=io.StringIO(), record=True)
+    console.print(decisions_table(decisions[:3], console))
+    assert "replay" not in console.export_text()
+
+
+@pytest.mark.parametrize("width", (120, 160))
+def test_the_job_table_keeps_each_job_on_one_line_at(width, decisions):
+    from streams.contract import EpochClosed
+    from streams.replay import submission
+    from streams.reports.job_book import JobBook
+    from streams.reports.jobs_table import jobs_table
+
+    book = JobBook("job-events")
+    for job in load_jobs(EXAMPLES / "jobs.json"):
+        book.add(submission(job, job.release))
+    half = decisions[: len(decisions) // 2]  # half way: some jobs run, some have finished
+    for decision in half:
+        book.add(decision)
+    last = half[-1]
+    book.add(EpochClosed(event_time=last.slot_start, epoch=last.epoch,
+                         slot_seconds=last.slot_seconds, markets=(last.market,),
+                         price_now=(1.0,), availability_now=(1,)))
+    views = book.select(every=True)
+    console = Console(width=width, file=io.StringIO(), record=True)
+    console.print(jobs_table(book, views, console))
+    lines = console.export_text().splitlines()
+    rows = [[v.job_id, v.state, f"{v.cost_usd:,.2f}", str(v.restarts),
+             v.standing("soft", book.now) or "-", v.standing("hard", book.now) or "-"]
+            for v in views]
+    assert_readable(lines, width, {v.job_id for v in views}, rows)
+    assert {v.state for v in views} >= {"running", "finished"}

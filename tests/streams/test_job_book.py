@@ -8,6 +8,7 @@ from streams.contract import (
     DeadLetter,
     EpochClosed,
     JobCancelled,
+    JobFinished,
     JobProgress,
     JobSubmitted,
     ProvisioningDecision,
@@ -125,3 +126,72 @@ def test_dead_letters_that_are_no_job_of_the_service_are_left_out():
 def test_the_service_time_is_the_newest_epoch_whatever_the_order():
     book = book_of(epoch(3), epoch(1))
     assert book.now == T0 + 3 * HOUR and book_of().now is None
+
+
+def finished_job(soft: timedelta, reported: datetime | None = None) -> JobBook:
+    """A job of 2.5 work units on one instance from 08:00, released finished at 11:00, with
+    its soft deadline ``soft`` after 08:00 and its hard deadline at 12:00."""
+    job = JobSubmitted(event_time=T0, job_id="a", workload=2.5, release=T0,
+                       soft_deadline=T0 + soft, hard_deadline=T0 + 4 * HOUR, value=100.0,
+                       value_at_hard_deadline=40.0)
+    events = [job, decided(0, spot=1, cost=1.0), decided(1, spot=1, cost=1.0),
+              decided(2, spot=1, cost=1.0), decided(3, cause="finished")]
+    if reported is not None:
+        events.append(JobFinished(event_time=reported, job_id="a"))
+    return book_of(*events, epoch(4))
+
+
+def test_a_finished_job_says_whether_it_met_each_deadline():
+    # done at 10:30 by its instances: the soft deadline at 10:53 met
+    book = finished_job(soft=2 * HOUR + timedelta(minutes=53))
+    view = book.jobs["a"]
+    assert view.completion() == T0 + 2.5 * HOUR
+    assert (view.standing("soft", book.now), view.standing("hard", book.now)) == ("met", "met")
+    assert view.utility_usd(book.now) == pytest.approx(100.0 - 3.0)
+    # reported done at 11:00 against a soft deadline at 10:53: missed, the hard one met
+    late = finished_job(soft=2 * HOUR + timedelta(minutes=53), reported=T0 + 3 * HOUR)
+    fields = late.jobs["a"].as_dict(late.now)
+    assert fields["completion"] == "2023-03-06T11:00:00Z"
+    assert (fields["soft_deadline_standing"], fields["hard_deadline_standing"]) == (
+        "missed", "met")
+    share = 7 / 67  # of the way from the soft deadline to the hard one
+    assert fields["utility_usd"] == pytest.approx(100.0 + share * (40.0 - 100.0) - 3.0)
+    assert (fields["started"], fields["ended"], fields["run_seconds"]) == (
+        "2023-03-06T08:00:00Z", "2023-03-06T11:00:00Z", 3 * 3600.0)
+
+
+def test_a_running_job_is_at_risk_when_its_projected_finish_is_past_a_deadline():
+    # 10 units at 1 an hour from 08:00: projected 18:00, after the soft deadline at 17:00,
+    # before the hard one at 20:00; once 18:00 has passed, the soft deadline is missed
+    job = JobSubmitted(event_time=T0, job_id="a", workload=10.0, release=T0,
+                       soft_deadline=T0 + 9 * HOUR, hard_deadline=T0 + 12 * HOUR)
+    book = book_of(job, decided(0, spot=1), epoch(0))
+    view = book.jobs["a"]
+    assert view.projected_finish(book.now) == T0 + 10 * HOUR
+    assert view.standing("soft", book.now) == "at risk"
+    assert view.standing("hard", book.now) == "on track"
+    assert book_of(job, decided(0, spot=1), epoch(10)).jobs["a"].standing(
+        "soft", T0 + 10 * HOUR) == "missed"  # active past its deadline
+
+
+def test_restarts_count_the_launches_after_the_first():
+    view = book_of(submitted(), decided(0, spot=1), decided(1, spot=1), decided(2),
+                   decided(3, spot=1), decided(4, spot=2), decided(5, spot=2)).jobs["a"]
+    assert view.restarts == 2  # after the idle slot, and at the change to two instances
+    assert book_of(submitted(), decided(0, spot=1), decided(1, spot=1)).jobs["a"].restarts == 0
+
+
+def test_the_job_now_runs_where_its_newest_decision_runs_it():
+    fields = book_of(submitted(), decided(0, spot=2, on_demand=1)).jobs["a"].as_dict(None)
+    assert (fields["market"], fields["spot"], fields["on_demand"]) == (MARKET, 2, 1)
+    released = book_of(submitted(), decided(0, spot=2), decided(1, cause="finished"))
+    fields = released.jobs["a"].as_dict(None)
+    assert (fields["market"], fields["spot"], fields["on_demand"]) == (None, 0, 0)
+
+
+def test_the_book_selects_the_active_jobs_unless_told_otherwise():
+    book = book_of(submitted("a"), decided(0, spot=1, job_id="a"),
+                   submitted("b"), decided(0, job_id="b", cause="finished"), submitted("c"))
+    assert [v.job_id for v in book.select()] == ["a", "c"]
+    assert [v.job_id for v in book.select(every=True)] == ["a", "b", "c"]
+    assert [v.job_id for v in book.select(["finished", "pending"])] == ["b", "c"]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from streams.traces.cant_be_late import DEFAULT_SPOT_SHARE, DEFAULT_START, load_cant_be_late
+from streams.traces.errors import TraceFormatError
 
 from .checks import fails, write_json
 
@@ -90,8 +91,9 @@ def test_empty_file(tmp_path: Path) -> None:
 def test_invalid_json(tmp_path: Path) -> None:
     path = tmp_path / "us-east-1a_v100_1.json"
     path.write_text('{"metadata": {"gap_seconds": 195},\n "data": [1, 0,]}')
-    fails(lambda: load_cant_be_late(path), path, "line 2 column 16", "JSON", "'Expecting value'",
-          "valid JSON")
+    with pytest.raises(TraceFormatError) as caught:
+        load_cant_be_late(path)
+    assert str(caught.value) == f"{path} line 2 column 16: not valid JSON (Expecting value)"
 
 
 def test_nan_price(tmp_path: Path) -> None:

@@ -12,16 +12,24 @@ error that outlived its retries, or an exception the connector raised unexpected
 
 FAILURE_KINDS: tuple[FailureKind, ...] = ("invalid", "permanent", "exhausted", "error")
 
+Outcome = Literal["applied", "skipped", "dead_lettered"]
+"""What became of a message of the decisions topic: applied and recorded, skipped as already
+applied, or dead-lettered."""
+
+OUTCOMES: tuple[Outcome, ...] = ("applied", "skipped", "dead_lettered")
+
 
 class ConnectorMetrics:
     """Counters and the apply-time histogram, labelled by connector name."""
 
     def __init__(self, registry: CollectorRegistry, connector: str) -> None:
         labels = ("connector",)
-        self.applied = Counter(
-            "spotsched_connector_decisions_applied_total",
-            "Decisions applied and recorded.", labels, registry=registry,
-        ).labels(connector)
+        decisions = Counter(
+            "spotsched_connector_decisions_total",
+            "Messages of the decisions topic handled, by outcome.", (*labels, "outcome"),
+            registry=registry,
+        )
+        self.decisions = {outcome: decisions.labels(connector, outcome) for outcome in OUTCOMES}
         failed = Counter(
             "spotsched_connector_decisions_failed_total",
             "Messages dead-lettered instead of applied, by kind of failure.",
@@ -31,11 +39,6 @@ class ConnectorMetrics:
         self.retries = Counter(
             "spotsched_connector_retries_total",
             "Retries of decisions after transient errors.", labels, registry=registry,
-        ).labels(connector)
-        self.duplicates = Counter(
-            "spotsched_connector_duplicates_skipped_total",
-            "Decisions skipped because their idempotency key was already applied.",
-            labels, registry=registry,
         ).labels(connector)
         self.apply_seconds = Histogram(
             "spotsched_connector_apply_seconds",

@@ -3,13 +3,19 @@
 For each message of the decisions topic, in partition order:
 
 1. decode it; a message that is not a provisioning decision is dead-lettered;
-2. skip it if its idempotency key is in the :class:`~connectors.store.AppliedKeys` record;
+2. skip it if its idempotency key is in the :class:`~connectors.store.AppliedKeys` record
+   (logged as a warning, which the log's rate limit samples);
 3. apply it, retrying :class:`~connectors.base.TransientError` with exponential backoff up
    to ``max_attempts`` and dead-lettering a :class:`~connectors.base.PermanentError`, a
    transient one that outlived its retries, or any other exception the connector raised but
    a :class:`~connectors.base.FatalError`, which stops the worker;
 4. publish the observations the connector reported (acknowledged by every replica);
 5. record the key durably, then commit the offset.
+
+Every message ends applied, skipped or dead-lettered, and is counted so. Before the first,
+the records (applied keys, and any the connector keeps) are claimed for the decisions topic's
+cluster and topic id: a record made on another broker or an earlier topic of the same name is
+set aside, with one line saying so, instead of skipping decisions it never saw.
 
 A crash before 5 applies the decision again after the restart (connectors are idempotent);
 a crash between recording and committing skips it. A broker outage is waited out for up to
@@ -24,7 +30,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -39,7 +45,8 @@ from connectors.base import (
     TransientError,
 )
 from connectors.metrics import ConnectorMetrics, FailureKind
-from connectors.store import AppliedKeys
+from connectors.origin import decisions_origin
+from connectors.store import AppliedKeys, Record
 from streams.contract import (
     AvailabilityTick,
     DeadLetter,
@@ -94,12 +101,16 @@ class ConnectorRuntime:
         options: RuntimeOptions,
         applied_keys: AppliedKeys,
         metrics: ConnectorMetrics,
+        records: Sequence[Record] = (),
     ) -> None:
+        """``records``: the connector's own durable records, claimed with the applied keys."""
         self.connector = connector
         self.settings = settings
         self.options = options
         self.applied_keys = applied_keys
         self.metrics = metrics
+        self.records = (applied_keys, *records)
+        self._claimed = False
         self._producer: AIOKafkaProducer | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -128,6 +139,8 @@ class ConnectorRuntime:
                  self.settings.topics.decisions, self.options.group_id)
         while not stop.is_set():
             batch = await consumer.getmany(timeout_ms=int(self.options.poll_seconds * 1000))
+            if batch and not self._claimed:  # the topic exists: it has messages
+                await self._claim_records()
             for partition, messages in batch.items():
                 for message in messages:
                     if stop.is_set():
@@ -138,6 +151,17 @@ class ConnectorRuntime:
                         return  # while retrying: applied again after a restart
                     await retrying(partial(consumer.commit, {partition: message.offset + 1}),
                                    self.settings, f"connector {self.connector.name} committing")
+
+    async def _claim_records(self) -> None:
+        """Make the records those of the decisions topic's cluster and topic id."""
+        origin = await decisions_origin(self.settings)
+        for record in self.records:
+            moved = record.claim(str(origin))
+            if moved is not None:
+                made_on, aside = moved
+                log.warning("%s was made on %s, not on %s: set aside as %s", record.path,
+                            made_on, origin, aside.name)
+        self._claimed = True
 
     async def _handle(self, message: ConsumerRecord, stop: asyncio.Event) -> None:
         """Apply, skip or dead-letter one message."""
@@ -156,8 +180,9 @@ class ConnectorRuntime:
             return
         key = decision.idempotency_key
         if key in self.applied_keys:
-            self.metrics.duplicates.inc()
-            log.debug("decision %s already applied: skipped", key)
+            self.metrics.decisions["skipped"].inc()
+            log.warning("decision %s skipped: already applied (recorded in %s)", key,
+                        self.applied_keys.path)
             return
         try:
             applied = await self._apply(decision, stop)
@@ -178,7 +203,7 @@ class ConnectorRuntime:
         await self._publish(applied.events)
         self.applied_keys.record(key)
         self._step("recorded", decision)
-        self.metrics.applied.inc()
+        self.metrics.decisions["applied"].inc()
         _log_applied(decision, applied)
 
     async def _apply(self, decision: ProvisioningDecision, stop: asyncio.Event) -> Applied:
@@ -230,6 +255,7 @@ class ConnectorRuntime:
                                           self._writer, 1)],
                         self.settings, f"connector {self.connector.name} dead-lettering")
         self.metrics.failed[kind].inc()
+        self.metrics.decisions["dead_lettered"].inc()
 
     @property
     def _writer(self) -> str:

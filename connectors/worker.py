@@ -1,5 +1,5 @@
-"""One connector as a worker process: built from options, /metrics served, stopped by
-SIGINT or SIGTERM after the decision in hand."""
+"""One connector as a worker process: built from options, its account checked, /metrics
+served, stopped by SIGINT or SIGTERM after the decision in hand."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from prometheus_client import CollectorRegistry
 
@@ -62,8 +63,19 @@ class WorkerOptions:
         return self.group or f"{settings.app_id}-connector-{self.name}"
 
 
-def build_connector(settings: Settings, options: WorkerOptions) -> Connector:
-    """The named connector; its durable files go to the settings' data directory."""
+@runtime_checkable
+class AccountChecked(Protocol):
+    """A connector that can tell before the first decision that none would get through."""
+
+    def check_account(self) -> None:
+        """Raise a :class:`~connectors.base.FatalError` if no decision can be applied."""
+        ...
+
+
+def build_connector(settings: Settings, options: WorkerOptions,
+                    journal: Journal | None = None) -> Connector:
+    """The named connector; its durable files go to the settings' data directory (the sim's
+    ``journal`` there unless given)."""
     if options.name == "log":
         return LogConnector(sys.stdout, options.log_json)
     if options.name == "sim":
@@ -71,8 +83,8 @@ def build_connector(settings: Settings, options: WorkerOptions) -> Connector:
         cloud = (market_cloud(options.sim_ticks, settings.slot_seconds, reports)
                  if options.sim_ticks
                  else synthetic_cloud(options.sim_market, settings.slot_seconds, reports))
-        journal = Journal(state_file(settings, options, "journal"))
-        return SimConnector(cloud, JobEventsReader(settings), journal)
+        return SimConnector(cloud, JobEventsReader(settings),
+                            journal or Journal(state_file(settings, options, "journal")))
     from connectors.aws import AwsConnector, AwsOptions
 
     regions = options.aws_regions
@@ -90,7 +102,8 @@ class ConnectorWorker:
     """A connector, its record of applied decisions and its metrics, ready to run.
 
     Building it checks the options (``ValueError``) and opens the data directory
-    (``OSError``); :meth:`run` then serves until SIGINT or SIGTERM.
+    (``OSError``); :meth:`run` then checks the account (``FatalError``) and serves until
+    SIGINT or SIGTERM.
     """
 
     def __init__(self, settings: Settings, options: WorkerOptions,
@@ -98,7 +111,9 @@ class ConnectorWorker:
         self.settings = settings
         self.options = options
         self.registry = registry or CollectorRegistry()
-        self.connector = build_connector(settings, options)
+        self.journal = (Journal(state_file(settings, options, "journal"))
+                        if options.name == "sim" else None)
+        self.connector = build_connector(settings, options, self.journal)
         self.applied_keys = AppliedKeys(state_file(settings, options, "applied"))
 
     async def serve(self, stop: asyncio.Event) -> None:
@@ -110,8 +125,11 @@ class ConnectorWorker:
             else None,
         )
         runtime = ConnectorRuntime(self.connector, self.settings, runtime_options,
-                                   self.applied_keys, ConnectorMetrics(self.registry, options.name))
+                                   self.applied_keys, ConnectorMetrics(self.registry, options.name),
+                                   records=[self.journal] if self.journal is not None else [])
         try:
+            if isinstance(self.connector, AccountChecked):
+                await asyncio.to_thread(self.connector.check_account)
             await runtime.run(stop)
         finally:
             await self.connector.close()

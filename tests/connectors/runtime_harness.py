@@ -8,7 +8,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from connectors.base import Connector
-from connectors.metrics import FAILURE_KINDS, ConnectorMetrics
+from connectors.metrics import OUTCOMES, ConnectorMetrics
 from connectors.runtime import ConnectorRuntime, CrashHook, RuntimeOptions
 from connectors.store import AppliedKeys
 from streams.settings import Settings
@@ -26,10 +26,12 @@ def group_of(settings: Settings) -> str:
 
 def handled(registry: CollectorRegistry, connector: str) -> int:
     """Messages the runtime has finished with: applied, skipped or dead-lettered."""
-    return int(sample(registry, "spotsched_connector_decisions_applied_total", connector)
-               + sample(registry, "spotsched_connector_duplicates_skipped_total", connector)
-               + sum(sample(registry, "spotsched_connector_decisions_failed_total", connector,
-                            kind=kind) for kind in FAILURE_KINDS))
+    return int(sum(outcome_count(registry, connector, outcome) for outcome in OUTCOMES))
+
+
+def outcome_count(registry: CollectorRegistry, connector: str, outcome: str) -> float:
+    """Messages of the decisions topic that ended ``outcome``."""
+    return sample(registry, "spotsched_connector_decisions_total", connector, outcome=outcome)
 
 
 async def run_until_handled(

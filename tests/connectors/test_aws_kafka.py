@@ -28,7 +28,7 @@ from connectors.aws import (
 from connectors.memory import Holding, MemoryConnector
 from streams.contract import ProvisioningDecision
 from tests.connectors.helpers import committed, final_holdings, publish, replay
-from tests.connectors.runtime_harness import run_until_handled, sample
+from tests.connectors.runtime_harness import outcome_count, run_until_handled
 
 pytestmark = pytest.mark.kafka
 
@@ -106,14 +106,14 @@ async def test_replayed_decisions_end_in_exactly_the_instances_they_ask_for_once
     connector = AwsConnector(AwsOptions(image_ids={"*": AMI}, regions=REGIONS,
                                         endpoint_url=moto_endpoint))
     registry = await run_until_handled(kafka_settings, connector, len(decisions), tmp_path)
-    assert sample(registry, "spotsched_connector_decisions_applied_total", "aws") == len(decisions)
+    assert outcome_count(registry, "aws", "applied") == len(decisions)
     assert holdings(moto_endpoint) == final_holdings(decisions)
     assert_launched_once(moto_endpoint, decisions)
     launched = {i["id"] for i in every_instance(moto_endpoint)}
     assert len(launched) == sum(await launches_in_order(decisions))
     await publish(kafka_settings, kafka_settings.topics.decisions, decisions)
     again = await run_until_handled(kafka_settings, connector, len(decisions), tmp_path)
-    assert sample(again, "spotsched_connector_duplicates_skipped_total", "aws") == len(decisions)
+    assert outcome_count(again, "aws", "skipped") == len(decisions)
     assert {i["id"] for i in every_instance(moto_endpoint)} == launched
     await connector.close()
 

@@ -4,6 +4,7 @@ retries, dead letters, crash points, observations, signals and metrics."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ import pytest
 
 from connectors.base import Applied, FatalError, PermanentError, TransientError
 from connectors.memory import MemoryConnector
+from connectors.metrics import OUTCOMES
 from streams.contract import (
     AvailabilityTick,
     DeadLetter,
@@ -32,7 +34,12 @@ from tests.connectors.helpers import (
     read_all,
     wait_until,
 )
-from tests.connectors.runtime_harness import group_of, run_until_handled, sample
+from tests.connectors.runtime_harness import (
+    group_of,
+    outcome_count,
+    run_until_handled,
+    sample,
+)
 
 pytestmark = pytest.mark.kafka
 
@@ -52,20 +59,50 @@ def crash_at(step: str, key: str):
     return hook
 
 
-async def test_each_decision_is_applied_once_in_order_and_committed(kafka_settings, tmp_path):
+async def test_each_decision_is_applied_once_in_order_and_committed(kafka_settings, tmp_path,
+                                                                   caplog):
     topic = kafka_settings.topics.decisions
     await publish(kafka_settings, topic, DECISIONS)
     connector = MemoryConnector()
     registry = await run_until_handled(kafka_settings, connector, len(DECISIONS), tmp_path)
     assert connector.decisions == DECISIONS
-    assert sample(registry, "spotsched_connector_decisions_applied_total", "memory") == 12
+    assert outcome_count(registry, "memory", "applied") == 12
     assert sample(registry, "spotsched_connector_apply_seconds_count", "memory") == 12
     # Every decision again (new offsets, same keys): all skipped, nothing re-applied.
     await publish(kafka_settings, topic, DECISIONS)
+    caplog.set_level(logging.WARNING, "connectors.runtime")
     again = await run_until_handled(kafka_settings, connector, len(DECISIONS), tmp_path)
     assert connector.decisions == DECISIONS
-    assert sample(again, "spotsched_connector_duplicates_skipped_total", "memory") == 12
-    assert sample(again, "spotsched_connector_decisions_applied_total", "memory") == 0
+    assert outcome_count(again, "memory", "skipped") == 12
+    assert outcome_count(again, "memory", "applied") == 0
+    skips = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    assert len(skips) == 12  # each a warning; the log's rate limit samples them
+    assert skips[0] == f"decision {DECISIONS[0].idempotency_key} skipped: already applied " \
+        f"(recorded in {tmp_path / group_of(kafka_settings)}.applied.sqlite3)"
+
+
+async def test_a_record_made_on_another_topic_is_set_aside_not_taken_for_this_ones(
+        kafka_settings, fresh_topic_factory, tmp_path, caplog):
+    await publish(kafka_settings, kafka_settings.topics.decisions, DECISIONS)
+    first = MemoryConnector()
+    await run_until_handled(kafka_settings, first, len(DECISIONS), tmp_path, group="origin")
+    # The same decisions on another topic (as after a fresh broker, or the topic created
+    # again): same group, same data directory, so the same record of applied keys.
+    topics = kafka_settings.topics.model_copy(
+        update={"decisions": await fresh_topic_factory(prefix="decisions")})
+    moved = kafka_settings.model_copy(update={"topics": topics})
+    await publish(moved, moved.topics.decisions, DECISIONS)
+    caplog.set_level(logging.WARNING, "connectors.runtime")
+    second = MemoryConnector()
+    registry = await run_until_handled(moved, second, len(DECISIONS), tmp_path, group="origin")
+    assert second.decisions == DECISIONS
+    assert outcome_count(registry, "memory", "applied") == 12
+    assert outcome_count(registry, "memory", "skipped") == 0
+    (line,) = [r.getMessage() for r in caplog.records if "set aside" in r.getMessage()]
+    assert f"was made on topic {kafka_settings.topics.decisions} (id " in line
+    assert f", not on topic {moved.topics.decisions} (id " in line
+    (aside,) = tmp_path.glob("origin.applied.sqlite3.set-aside-*[0-9]")
+    assert aside.name in line
 
 
 async def test_retries_then_dead_letters_keep_the_stream_flowing(kafka_settings, tmp_path):
@@ -85,6 +122,7 @@ async def test_retries_then_dead_letters_keep_the_stream_flowing(kafka_settings,
     assert count("spotsched_connector_decisions_failed_total", kind="permanent") == 1
     assert count("spotsched_connector_decisions_failed_total", kind="exhausted") == 1
     assert count("spotsched_connector_decisions_failed_total", kind="invalid") == 2
+    assert [outcome_count(registry, "memory", outcome) for outcome in OUTCOMES] == [2, 0, 4]
     letters = await read_all(kafka_settings, kafka_settings.topics.dead_letters)
     assert all(isinstance(d, DeadLetter) for d in letters)
     assert [(d.offset, d.error_type) for d in letters] == [
@@ -113,7 +151,7 @@ async def test_a_connector_bug_dead_letters_one_decision_and_a_fatal_error_stops
     assert await committed(kafka_settings, group_of(kafka_settings)) == 2  # the fatal one waits
     registry = await run_until_handled(kafka_settings, connector, 1, tmp_path)
     assert connector.decisions == [fine, fatal]
-    assert sample(registry, "spotsched_connector_decisions_applied_total", "memory") == 1
+    assert outcome_count(registry, "memory", "applied") == 1
 
 
 async def test_a_crash_after_recording_skips_the_decision_and_one_before_reapplies_it(
@@ -134,7 +172,7 @@ async def test_a_crash_after_recording_skips_the_decision_and_one_before_reappli
     assert keys.count(applied) == 2
     assert keys == [d.idempotency_key for d in DECISIONS[:8]] + [
         d.idempotency_key for d in DECISIONS[7:]]
-    assert sample(registry, "spotsched_connector_duplicates_skipped_total", "memory") == 0
+    assert outcome_count(registry, "memory", "skipped") == 0
     assert connector.holdings == final_holdings(DECISIONS)
 
 
@@ -177,7 +215,8 @@ def test_the_log_worker_serves_metrics_and_stops_cleanly_on_sigterm(kafka_settin
 
     first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
-    metrics = _wait_for_metrics(port, 'decisions_applied_total{connector="log"} 12.0', first)
+    metrics = _wait_for_metrics(
+        port, 'spotsched_connector_decisions_total{connector="log",outcome="applied"} 12.0', first)
     assert 'spotsched_connector_decisions_failed_total{connector="log",kind="invalid"} 0.0' \
         in metrics
     first.send_signal(signal.SIGTERM)

@@ -162,10 +162,10 @@ async def test_a_connector_rides_out_a_broker_outage_applying_each_decision_once
         await asyncio.sleep(outage_seconds)
         assert not task.done()
         await asyncio.to_thread(outage.restart)
-        applied = "spotsched_connector_decisions_applied_total"
+        applied = "spotsched_connector_decisions_total"
         deadline = time.monotonic() + 180
-        while (registry.get_sample_value(applied, {"connector": "memory"}) or 0) < len(
-                decisions):
+        while (registry.get_sample_value(applied, {"connector": "memory", "outcome": "applied"})
+               or 0) < len(decisions):
             assert not task.done() and time.monotonic() < deadline, task
             await asyncio.sleep(0.2)
         stop.set()

@@ -17,6 +17,11 @@ fewer instances than asked), with ``available`` the spot instances the job holds
 afterwards; ``preempted`` for each spot instance found stopped or terminated by a spot
 interruption, with ``available`` the job's surviving spot instances there. Credentials come
 from the standard AWS chain and are never logged.
+
+Account faults — credentials missing or rejected, an endpoint that cannot be reached, a region
+the account has not enabled — are :class:`FatalError`: no decision can get past them, so the
+worker stops instead of dead-lettering every decision. :meth:`AwsConnector.check_account`
+finds them before the first decision with one ``DescribeRegions`` call per region.
 """
 
 from __future__ import annotations
@@ -32,11 +37,14 @@ from functools import partial
 from typing import Any
 
 import boto3
+from botocore.config import Config
 from botocore.exceptions import (
     ClientError,
     ConnectionClosedError,
     ConnectTimeoutError,
     EndpointConnectionError,
+    NoCredentialsError,
+    PartialCredentialsError,
     ReadTimeoutError,
 )
 
@@ -63,10 +71,19 @@ TRANSIENT_ERRORS = frozenset({
 is not visible yet to describe: the retry sees its instances and launches nothing."""
 FATAL_ERRORS = frozenset({
     "AuthFailure", "UnauthorizedOperation", "OptInRequired", "Blocked", "SignatureDoesNotMatch",
+    "InvalidClientTokenId", "UnrecognizedClientException", "ExpiredToken",
+    "ExpiredTokenException",
 })
 """Error codes that no decision can get past: they stop the worker."""
-NETWORK_ERRORS = (EndpointConnectionError, ConnectionClosedError, ConnectTimeoutError,
-                  ReadTimeoutError)
+CREDENTIAL_ERRORS = (NoCredentialsError, PartialCredentialsError)
+"""No usable credentials in the AWS chain: nothing was sent."""
+UNREACHABLE_ERRORS = (EndpointConnectionError, ConnectTimeoutError)
+"""The endpoint could not be reached (botocore's own retries included)."""
+NETWORK_ERRORS = (*UNREACHABLE_ERRORS, ConnectionClosedError, ReadTimeoutError)
+CHECK_REGION = "us-east-1"
+"""The region whose endpoint :meth:`AwsConnector.check_account` asks when none is set."""
+_CLIENT_CONFIG = Config(connect_timeout=3, retries={"mode": "standard", "max_attempts": 3})
+"""Three attempts a call (a refused connection fails in about 3 s), then the runtime's view."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,12 +154,29 @@ class AwsConnector:
         self._reported: set[str] = set()
 
     def _boto3_client(self, region: str) -> Any:
-        return boto3.client("ec2", region_name=region, endpoint_url=self.options.endpoint_url)
+        return boto3.client("ec2", region_name=region, endpoint_url=self.options.endpoint_url,
+                            config=_CLIENT_CONFIG)
 
     def _client(self, region: str) -> Any:
         if region not in self._clients:
             self._clients[region] = self._client_for(region)
         return self._clients[region]
+
+    def check_account(self) -> None:
+        """A :class:`FatalError` now if the account cannot serve the regions (or, none set,
+        cannot be reached at all): no credentials, rejected ones, an endpoint out of reach, a
+        region not enabled. Any other failure is left for the decisions to meet."""
+        for region in sorted(self._regions) or [CHECK_REGION]:
+            try:
+                answer = _call("DescribeRegions", partial(
+                    self._client(region).describe_regions, RegionNames=[region]))
+            except (TransientError, PermanentError) as exc:
+                log.warning("checking the account in %s: %s", region, exc)
+                continue
+            for described in answer.get("Regions", []):
+                if described.get("OptInStatus") == "not-opted-in":
+                    raise FatalError(f"region {region}: not enabled for this AWS account "
+                                     "(OptInStatus not-opted-in); expected a region it uses")
 
     async def apply(self, decision: ProvisioningDecision) -> Applied:
         return await asyncio.to_thread(self.reconcile, decision)
@@ -300,7 +334,7 @@ def _instance(region: str, raw: dict[str, Any]) -> _Instance:
 def _call(action: str, call: Callable[[], Any]) -> Any:
     try:
         return call()
-    except (ClientError, *NETWORK_ERRORS) as exc:
+    except (ClientError, *NETWORK_ERRORS, *CREDENTIAL_ERRORS) as exc:
         classified = _classified(exc, action)
         if classified is None:
             raise
@@ -312,8 +346,14 @@ def _code(exc: ClientError) -> str:
 
 
 def _classified(exc: Exception, action: str) -> Exception | None:
-    """The runtime's view of an EC2 failure: transient, permanent or fatal (``None``: not
-    an EC2 failure)."""
+    """The runtime's view of an EC2 failure: transient, permanent or fatal (an account
+    fault; ``None``: not an EC2 failure)."""
+    if isinstance(exc, CREDENTIAL_ERRORS):
+        return FatalError(f"EC2 {action}: no usable AWS credentials ({exc}); expected "
+                          "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or an "
+                          "instance role")
+    if isinstance(exc, UNREACHABLE_ERRORS):
+        return FatalError(f"EC2 {action}: cannot reach the endpoint ({exc})")
     if isinstance(exc, NETWORK_ERRORS):
         return TransientError(f"EC2 {action}: {exc}")
     if not isinstance(exc, ClientError):

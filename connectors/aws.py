@@ -1,6 +1,6 @@
 """EC2 through boto3: each decision reconciles a job's instances with its desired state.
 
-For a decision the connector describes every instance tagged with the job's id (in the
+For a decision the connector describes every instance tagged with exactly the job's id (in the
 decision's region and every region it reconciles), keeps the oldest running instances that
 match the market and lifecycle asked for, launches what is missing in the market's zone, and
 only then terminates the rest: surplus after a scale-down, everything in a market the job has
@@ -236,12 +236,16 @@ class AwsConnector:
         return tuple(events)
 
     def _describe(self, region: str, job_id: str) -> list[_Instance]:
+        """The job's instances in ``region``: those tagged with exactly its id (EC2 filters
+        match ``*`` and ``?`` as wildcards, so they are escaped, and what comes back is
+        checked again)."""
         pages = _call("DescribeInstances", lambda: list(
             self._client(region).get_paginator("describe_instances").paginate(
-                Filters=[{"Name": f"tag:{TAG_JOB}", "Values": [job_id]}])))
+                Filters=[{"Name": f"tag:{TAG_JOB}", "Values": [filter_value(job_id)]}])))
         return [_instance(region, raw) for page in pages
                 for reservation in page.get("Reservations", [])
-                for raw in reservation.get("Instances", [])]
+                for raw in reservation.get("Instances", [])
+                if _tags(raw).get(TAG_JOB) == job_id]
 
     def _launch(self, decision: ProvisioningDecision, market: _Market, lifecycle: str,
                 held: int, want: int) -> tuple[int, str | None]:
@@ -304,6 +308,16 @@ def client_token(idempotency_key: str, lifecycle: str, held: int = 0) -> str:
     return f"spotsched-{digest[:48]}"
 
 
+def filter_value(value: str) -> str:
+    """``value`` as an EC2 filter value that matches it alone: ``\\``, ``*`` and ``?``
+    escaped with a backslash."""
+    return value.replace("\\", "\\\\").replace("*", "\\*").replace("?", "\\?")
+
+
+def _tags(raw: dict[str, Any]) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in raw.get("Tags", [])}
+
+
 def _parse_market(key: str) -> _Market:
     cloud, region, zone, instance_type = key.split("/")
     if cloud != "aws":
@@ -315,7 +329,7 @@ def _parse_market(key: str) -> _Market:
 
 
 def _instance(region: str, raw: dict[str, Any]) -> _Instance:
-    tags = {t["Key"]: t["Value"] for t in raw.get("Tags", [])}
+    tags = _tags(raw)
     lifecycle = SPOT if raw.get("InstanceLifecycle") == "spot" else ON_DEMAND
     state = raw["State"]["Name"]
     reason = raw.get("StateReason", {}).get("Code", "")

@@ -20,7 +20,7 @@ from connectors.aws import (
     client_token,
 )
 from connectors.base import FatalError, PermanentError, TransientError
-from streams.contract import AvailabilityTick
+from streams.contract import AvailabilityTick, ProvisioningDecision
 from tests.connectors.helpers import MARKET, OTHER_MARKET, decision
 
 REGIONS = ("us-east-1", "us-west-2")
@@ -238,3 +238,64 @@ def test_options_need_an_image_or_a_launch_template():
     assert AwsOptions(image_ids={"*": "ami-1", "us-west-2": "ami-2"}).image_for("us-west-2") \
         == "ami-2"
     assert AwsOptions(launch_template="gpu").image_for("eu-west-1") is None
+
+
+def forged(job_id: str, **counts: int) -> ProvisioningDecision:
+    """A decision for ``job_id`` made past the contract, which refuses such an id."""
+    d = decision("job-x", **counts)
+    return d.model_copy(update={"job_id": job_id, "key": job_id,
+                                "idempotency_key": f"{job_id}:{d.epoch}:{d.revision}"})
+
+
+async def others_running(connector: AwsConnector, moto_endpoint: str) -> set[str]:
+    """Five jobs of ordinary ids with an instance each, in both regions; their instance ids."""
+    for k, market in enumerate((MARKET, OTHER_MARKET, MARKET, OTHER_MARKET, MARKET)):
+        await connector.apply(decision(f"job-{k}", market=market, on_demand=1))
+    return {i for i, *_ in instances(moto_endpoint)}
+
+
+@pytest.mark.parametrize("job_id", ["*", "?", "\\", "job-*", "job-?"])
+async def test_a_wildcard_job_id_touches_no_other_jobs_instances(connector, moto_endpoint,
+                                                                  job_id):
+    others = await others_running(connector, moto_endpoint)
+    run = await connector.apply(forged(job_id, on_demand=1))
+    assert (run.launched, run.terminated) == (1, 0)
+    assert others < {i for i, *_ in instances(moto_endpoint)}
+    release = await connector.apply(forged(job_id))
+    if "\\" not in job_id:  # moto reads an escaped backslash as two, EC2 as one
+        assert release.terminated == 1
+    assert others <= {i for i, *_ in instances(moto_endpoint)}
+
+
+class FilterRecording:
+    """EC2 that records describe's filters and, like a filter read as a wildcard would,
+    answers every instance of the region."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.filters: list[Any] = []
+
+    def get_paginator(self, name: str) -> Any:
+        client, filters = self.client, self.filters
+
+        class Paginator:
+            def paginate(self, **params: Any) -> Any:
+                filters.append(params["Filters"])
+                return client.get_paginator(name).paginate()
+
+        return Paginator()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+
+async def test_describe_escapes_wildcards_and_keeps_only_the_jobs_own_instances(
+        connector, moto_endpoint):
+    others = await others_running(connector, moto_endpoint)
+    fake = FilterRecording(ec2(moto_endpoint))
+    wide = AwsConnector(AwsOptions(image_ids={"*": "ami-12345678"}),
+                        client_for=lambda region: fake)
+    applied = await wide.apply(forged("a*b?c\\d"))
+    assert applied.terminated == 0
+    assert {i for i, *_ in instances(moto_endpoint)} == others
+    assert fake.filters == [[{"Name": f"tag:{TAG_JOB}", "Values": ["a\\*b\\?c\\\\d"]}]]

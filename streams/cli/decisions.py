@@ -21,23 +21,31 @@ def decisions(
     group: Annotated[str | None, typer.Option(
         help="Consumer group: resume where it left off.")] = None,
 ) -> None:
-    """Tail provisioning decisions as a table or JSON lines."""
+    """Tail provisioning decisions as a table or JSON lines.
+
+    Each decision's slot start (UTC), job, market, instances, expected cost, slack, planner and
+    reason. A decision written again after a worker's restart (the same idempotency key) is
+    marked as a replay: connectors apply each key once. --json prints the events as they are,
+    with their idempotency keys."""
     from streams.contract import ProvisioningDecision, dump_event
     from streams.kafka.clients import read_decisions
-    from streams.reports.decisions import decisions_table
+    from streams.reports.decisions import REPLAY_MARK, SeenKeys, decisions_table
 
     settings = one_shot_settings(follow, bootstrap_servers=bootstrap_servers)
     broker_logging()
 
     async def tail() -> None:
         rows: list[ProvisioningDecision] = []
+        seen = SeenKeys()
         async for d in read_decisions(settings, group, idle_timeout=None if follow else 3.0):
             if json_lines:
                 typer.echo(dump_event(d).decode())
             elif follow:
-                console.print(f"{d.epoch} {d.slot_start:%Y-%m-%d %H:%M} {d.job_id} {d.market} "
+                mark = f" {REPLAY_MARK} replay" if seen.replay(d) else ""
+                console.print(f"{d.slot_start:%Y-%m-%d %H:%M}{mark} {d.job_id} {d.market} "
                               f"spot={d.spot} on-demand={d.on_demand} "
-                              f"${d.expected_cost_usd:.2f} {d.reason}")
+                              f"${d.expected_cost_usd:.2f} [{d.planner or d.policy}] {d.reason}",
+                              highlight=False, markup=False, soft_wrap=True)
             else:
                 rows.append(d)
         if not json_lines and not follow:

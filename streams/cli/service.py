@@ -7,16 +7,18 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 
 if TYPE_CHECKING:
     from streams.contract import DeadLetter
     from streams.kafka.service_status import ServiceStatus
+    from streams.reports.dead_letters import ReasonCount
     from streams.reports.job_book import JobBook, JobView
 
 from streams.cli.app import app
-from streams.cli.common import broker_logging, one_shot_settings, run_on_broker
+from streams.cli.common import broker_logging, counted, one_shot_settings, run_on_broker
 from streams.cli.errors import console, diagnostics, fail
-from streams.cli.options import Broker, one_of
+from streams.cli.options import Broker, FlagError, non_negative, one_of
 from streams.reports.job_states import ACTIVE_STATES, STATES
 
 JsonLines = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
@@ -184,39 +186,103 @@ def say(line: str) -> None:
     console.print(line, highlight=False, soft_wrap=True)
 
 
+DEAD_LETTERS_SHOWN = 20
+"""The dead letters listed unless ``--limit`` says otherwise."""
+
+
+def since_time(value: str) -> datetime:
+    """The parser of ``--since``, as ``--at``'s."""
+    from streams.cli.jobs import event_time
+
+    try:
+        return event_time(value)
+    except FlagError as exc:
+        raise FlagError(exc.message.replace("--at", "--since", 1)) from None
+
+
 @app.command("dead-letters")
 def dead_letters(
     bootstrap_servers: Broker = None,
     json_lines: Annotated[bool, typer.Option(
         "--json", help="One JSON event per line.")] = False,
     follow: Follow = False,
+    limit: Annotated[int, typer.Option(
+        "--limit", metavar="<n>", callback=non_negative,
+        help="The newest N only; 0 for all. Following, the newest N before the new ones.")
+    ] = DEAD_LETTERS_SHOWN,
+    since: Annotated[datetime | None, typer.Option(
+        "--since", metavar="<time>", parser=since_time,
+        help="Only those set aside at or after this time, ISO-8601 (UTC unless it says) or "
+        "Unix seconds.")] = None,
+    topic: Annotated[str | None, typer.Option(
+        "--topic", metavar="<topic>", help="Only those set aside from this topic.")] = None,
+    summary: Annotated[bool, typer.Option(
+        "--summary", help="Count them by source topic, error and reason instead.")] = False,
 ) -> None:
     """The messages the service set aside, and why.
 
-    Each dead letter's time, source topic, partition and offset, key, error and reason."""
+    Each dead letter's time, source topic, partition and offset, key, error and reason; the
+    newest 20 unless told (--limit), or --summary, counted by reason."""
     from streams.contract import DeadLetter, dump_event
     from streams.kafka.topic_reader import read_topics
+    from streams.reports.dead_letters import by_reason, newest, wanted
 
     settings = one_shot_settings(follow, bootstrap_servers=bootstrap_servers)
     broker_logging()
     letters: list[DeadLetter] = []
+    live = False
+
+    def show(batch: list[DeadLetter]) -> None:
+        for letter in batch:
+            if json_lines:
+                typer.echo(dump_event(letter).decode())
+            else:
+                say(_letter_line(letter))
+
+    def caught_up() -> None:  # following: the newest so far, then each new one
+        nonlocal live
+        live = True
+        show(newest(letters, limit))
 
     async def read() -> None:
         async for _, event in read_topics(settings, [settings.topics.dead_letters],
-                                          ("dead_letter",), follow=follow):
+                                          ("dead_letter",), follow=follow,
+                                          caught_up=caught_up if follow else None):
             assert isinstance(event, DeadLetter)
-            if json_lines:
-                typer.echo(dump_event(event).decode())
-            elif follow:
-                say(_letter_line(event))
+            if not wanted(event, since, topic):
+                continue
+            if live:
+                show([event])
             else:
                 letters.append(event)
 
     run_on_broker(read())
-    if not json_lines and not follow:
-        say(f"{len(letters)} dead letters on {settings.topics.dead_letters}")
-        for letter in letters:
-            say(_letter_line(letter))
+    if follow:
+        return
+    if summary:
+        _print_summary(by_reason(letters), settings.topics.dead_letters)
+        return
+    shown_letters = newest(letters, limit)
+    if not json_lines:
+        say(f"{counted(len(letters), 'dead letter')} on {settings.topics.dead_letters}"
+            + (f" (the newest {len(shown_letters)} below; --limit 0 shows all, --summary "
+               "counts them by reason)" if len(shown_letters) < len(letters) else ""))
+    show(shown_letters)
+
+
+def _print_summary(counts: list[ReasonCount], where: str) -> None:
+    from streams.reports.tables import add_key_column, add_number_columns, report_table
+
+    table = report_table(f"{sum(c.count for c in counts):,} dead letters on {where} by reason "
+                         "(times in UTC)")
+    add_number_columns(table, "count")
+    for header in ("source topic", "error", "first", "last"):
+        add_key_column(table, header)
+    table.add_column("reason")
+    for c in counts:
+        table.add_row(f"{c.count:,}", c.source_topic, c.error_type, shown(c.first),
+                      shown(c.last), escape(c.reason))
+    console.print(table)
 
 
 def _letter_line(letter: DeadLetter) -> str:
@@ -260,8 +326,7 @@ def _print_status(state: ServiceStatus, where: str) -> None:
                        ", ".join(f"{t} {n:,}" for t, n in sorted(group.lag.items())) or "-")
     console.print(groups)
     last = state.last_epoch
-    say("last epoch closed: " + (
-        "none" if last is None else f"{last.epoch} at {shown(last.event_time)} UTC"))
+    say("last epoch closed: " + ("none" if last is None else f"{shown(last.event_time)} UTC"))
     say(f"workers alive: {len(state.workers)}" + (
         f" ({', '.join(state.workers)})" if state.workers else
         " (start one with `spotsched worker`)"))

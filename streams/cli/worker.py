@@ -11,6 +11,7 @@ from solver.policies.spec import RECOMMENDED
 from streams.cli.app import app
 from streams.cli.common import broker_logging, command_settings
 from streams.cli.errors import fail
+from streams.cli.framework_logs import quiet_frameworks
 from streams.cli.options import (
     DEFAULT_LOG_LEVEL,
     Broker,
@@ -23,6 +24,15 @@ from streams.cli.options import (
     positive_count,
     writes_dir,
 )
+
+
+def worker_client_id() -> str:
+    """The worker's Kafka client id, which ``spotsched status`` lists: its host and process,
+    ``spotsched-worker-HOST-PID``."""
+    import os
+    import socket
+
+    return f"spotsched-worker-{socket.gethostname()}-{os.getpid()}"
 
 
 @app.command()
@@ -41,7 +51,15 @@ def worker(
     data_dir: Annotated[Path | None, writes_dir("Local state directory.")] = None,
     metrics_port: MetricsPort = None,
     metrics_host: MetricsHost = None,
+    insecure_unsigned_snapshots: Annotated[bool | None, typer.Option(
+        "--insecure-unsigned-snapshots", help="Run without a snapshot key: snapshots written "
+        "unsigned and restored unauthenticated, so whoever can write the snapshot topics sets "
+        "the stages' state (env SPOTSCHED_INSECURE_UNSIGNED_SNAPSHOTS; without it, the worker "
+        "needs SPOTSCHED_SNAPSHOT_KEY).")] = None,
     log_level: LogLevel = DEFAULT_LOG_LEVEL,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", help="Also the frameworks' own lines: Faust's startup, the Kafka "
+        "client's subscriptions and group joins.")] = False,
 ) -> None:
     """Run a scheduler worker until SIGINT or SIGTERM.
 
@@ -67,13 +85,16 @@ def worker(
         bootstrap_servers=bootstrap_servers, markets_file=markets_file, policy=policy,
         slot_seconds=slot_seconds, job_partitions=job_partitions,
         market_partitions=market_partitions, app_id=app_id, data_dir=data_dir,
-        metrics_port=metrics_port, metrics_host=metrics_host)
+        metrics_port=metrics_port, metrics_host=metrics_host,
+        insecure_unsigned_snapshots=insecure_unsigned_snapshots)
     broker_logging(log_level)
     try:
-        settings.catalogue()  # a bad catalogue is told before the broker is tried
+        settings.catalogue()  # a bad catalogue or no snapshot key is told before the broker
+        settings.snapshot_keys()
         asyncio.run(ensure_topics(settings))
         registry = CollectorRegistry()
         faust_app = create_app(settings, registry)
+        faust_app.conf.broker_client_id = worker_client_id()
         serve_metrics(settings, registry)
     except (ValueError, OSError, BrokerError) as exc:
         fail(exc)
@@ -83,4 +104,7 @@ def worker(
     gc.collect()
     gc.freeze()
     defer_full_collections()
-    RateLimitedWorker(faust_app, loglevel=log_level, quiet=True).execute_from_commandline()
+    worker = RateLimitedWorker(faust_app, loglevel=log_level, quiet=True)
+    if not verbose:
+        quiet_frameworks(log_level)
+    worker.execute_from_commandline()

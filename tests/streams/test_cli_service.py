@@ -24,6 +24,8 @@ NOBODY = "127.0.0.1:1"
     (["submit", "examples/demo-jobs.json", "--wait", "-1"],
      "--wait -1.0: expected a number of seconds >= 0"),
     (["jobs", "--state", "runing"], "--state runing: expected one of pending, waiting, running"),
+    (["dead-letters", "--since", "noon"], "--since noon: expected an ISO-8601 time"),
+    (["dead-letters", "--limit", "-1"], "--limit -1: expected a non-negative integer"),
 ])
 def test_a_mistake_ends_in_one_line_naming_the_flag(args, message, monkeypatch):
     monkeypatch.chdir(REPO_ROOT)

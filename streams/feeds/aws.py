@@ -15,14 +15,9 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-    NoCredentialsError,
-    PartialCredentialsError,
-)
+from botocore.exceptions import BotoCoreError, ClientError
 
-from connectors.aws import FATAL_ERRORS, NETWORK_ERRORS, TRANSIENT_ERRORS
+from connectors.aws import CREDENTIAL_ERRORS, FATAL_ERRORS, NETWORK_ERRORS, TRANSIENT_ERRORS
 from solver.market import Market
 from streams.contract import utc
 from streams.feeds.base import PermanentFeedError, PriceChange, TransientFeedError
@@ -92,7 +87,7 @@ def _classified(exc: Exception, region: str,
                 endpoint_url: str | None) -> TransientFeedError | PermanentFeedError:
     """The runner's view of a failed call, as one line without secrets."""
     where = f"EC2 DescribeSpotPriceHistory in {region}"
-    if isinstance(exc, NoCredentialsError | PartialCredentialsError):
+    if isinstance(exc, CREDENTIAL_ERRORS):
         return PermanentFeedError(
             f"{where}: no usable AWS credentials ({exc}); expected AWS_ACCESS_KEY_ID and "
             "AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or an instance role")

@@ -123,16 +123,16 @@ def _serve_feed(settings: Settings, markets: list[Market], source: PriceSource,
     import asyncio
 
     from aiokafka.errors import KafkaError
-    from prometheus_client import CollectorRegistry
 
     from streams.feeds.base import FeedError
     from streams.feeds.runner import FeedRunner
     from streams.kafka.topics import ensure_topics
+    from streams.metrics_registry import service_registry
     from streams.runtime import run_until_stopped, serve_metrics
 
     broker_logging(log_level)
     try:
-        registry = CollectorRegistry()
+        registry = service_registry("feed")
         runner = FeedRunner(settings, markets, source, options, registry)
         asyncio.run(ensure_topics(settings, [settings.topics.market_ticks]))
         serve_metrics(settings, registry)

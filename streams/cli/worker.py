@@ -68,10 +68,10 @@ def worker(
     import gc
 
     import uvloop
-    from prometheus_client import CollectorRegistry
 
     from streams.kafka.connect import BrokerError
     from streams.kafka.topics import ensure_topics
+    from streams.metrics_registry import service_registry
     from streams.runners.collector import defer_full_collections
     from streams.runners.kafka import RateLimitedWorker, create_app
     from streams.runners.warm_up import warm_up
@@ -92,7 +92,7 @@ def worker(
         settings.catalogue()  # a bad catalogue or no snapshot key is told before the broker
         settings.snapshot_keys()
         asyncio.run(ensure_topics(settings))
-        registry = CollectorRegistry()
+        registry = service_registry("worker")
         faust_app = create_app(settings, registry)
         faust_app.conf.broker_client_id = worker_client_id()
         serve_metrics(settings, registry)

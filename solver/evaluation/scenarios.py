@@ -45,20 +45,24 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from solver.evaluation.digest import arrays_digest
+from solver.evaluation.shapes import (
+    DEFAULT_SHAPES,
+    ShapesSpec,
+    market_seed,
+    shape_data,
+    shape_jobs,
+)
 from solver.forecast.market import MarketForecaster
 from solver.forecast.models import MarketModels, OutlookTape
 from solver.job import Job
 from solver.market import SECONDS_PER_HOUR, MarketData, MarketTicks, build_market_data, tick_slots
 from solver.migration import DEFAULT_MIGRATION, MigrationTable
 from solver.workload import WorkloadSpec, generate_jobs
-
-if TYPE_CHECKING:
-    from solver.evaluation.shapes import ShapesSpec
 
 SCENARIOS = ("cant-be-late", "multi-region", "fine-tune", "scarce", "shapes")
 
@@ -486,6 +490,29 @@ def fine_tune_case(
     return Case(spec.scenario, spec.scenario, tuple(episodes))
 
 
+def shapes_cases(seed: int, spec: ShapesSpec = DEFAULT_SHAPES) -> list[Case]:
+    """One case per zone count, workload and checkpoint size of ``spec``, the shapes of one
+    zone count on the same markets, each window's forecasters trained on its market's history
+    (:mod:`solver.evaluation.shapes`)."""
+    cases = []
+    for zones in spec.zone_counts:
+        windows = []
+        for k in range(spec.windows):
+            data = shape_data(spec, zones, market_seed(spec.seeds, seed, zones, k))
+            windows.append((data.window(spec.history_slots, spec.window_slots),
+                            trained_models(data, [spec.history_slots])[0]))
+        for workload in spec.workloads:
+            jobs = [shape_jobs(spec, workload, window, k, seed * 1000 + k)
+                    for k, (window, _) in enumerate(windows)]
+            for gb in spec.checkpoints_gb:
+                episodes = tuple(
+                    Episode(window, tuple(replace(j, checkpoint_gb=gb) for j in js), models)
+                    for (window, models), js in zip(windows, jobs, strict=True))
+                cases.append(Case("shapes", f"shapes {zones} zones {workload} {gb:g}GB",
+                                  episodes))
+    return cases
+
+
 def _scaled(ticks: MarketTicks, capacity_per_probe: int) -> MarketTicks:
     if int(np.max(ticks.available)) > 1:
         return ticks
@@ -496,10 +523,10 @@ def build_cases(
     ticks: Sequence[MarketTicks], scenarios: Sequence[str], windows: int, seed: int,
     cant_be_late: CantBeLateSpec = CantBeLateSpec(),
     multi_region: MultiRegionSpec = MultiRegionSpec(),
-    shapes: ShapesSpec | None = None,
+    shapes: ShapesSpec = DEFAULT_SHAPES,
 ) -> list[Case]:
-    """The cases of each named scenario, in order (``shapes``: its own windows and markets,
-    :class:`~solver.evaluation.shapes.ShapesSpec` by default)."""
+    """The cases of each named scenario, in order (``shapes`` with its own windows and
+    markets)."""
     unknown = [s for s in scenarios if s not in SCENARIOS]
     if unknown:
         raise ValueError(f"scenario={unknown[0]!r}: expected one of {', '.join(SCENARIOS)}")
@@ -510,10 +537,7 @@ def build_cases(
         elif scenario == "multi-region":
             cases += multi_region_cases(ticks, windows, seed, multi_region)
         elif scenario == "shapes":
-            # shapes builds on this module, so it is read only when asked for
-            from solver.evaluation.shapes import ShapesSpec, shapes_cases
-
-            cases += shapes_cases(seed, shapes or ShapesSpec())
+            cases += shapes_cases(seed, shapes)
         else:
             spec = SCARCE if scenario == "scarce" else FineTuneSpec()
             cases.append(fine_tune_case(ticks, windows, seed, spec))

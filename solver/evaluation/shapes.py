@@ -27,7 +27,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from solver.evaluation.scenarios import Case, Episode, TrainedModels, trained_models
 from solver.evaluation.shape_calibration import CALIBRATION, ShapeCalibration
 from solver.evaluation.shape_markets import shape_market
 from solver.job import Job
@@ -95,39 +94,24 @@ class ShapesSpec:
         return round(self.history_days * 24 * SECONDS_PER_HOUR / self.slot_seconds)
 
 
-def shapes_cases(seed: int, spec: ShapesSpec = ShapesSpec()) -> list[Case]:
-    """One case per zone count, workload and checkpoint size of ``spec`` (module doc)."""
-    cases = []
-    for zones in spec.zone_counts:
-        windows = [_window(spec, zones, market_seed(spec.seeds, seed, zones, k))
-                   for k in range(spec.windows)]
-        for workload in spec.workloads:
-            jobs = [_jobs(spec, workload, window, k, seed * 1000 + k)
-                    for k, (window, _) in enumerate(windows)]
-            for gb in spec.checkpoints_gb:
-                episodes = tuple(
-                    Episode(window, tuple(replace(j, checkpoint_gb=gb) for j in js), models)
-                    for (window, models), js in zip(windows, jobs, strict=True))
-                cases.append(Case("shapes", f"shapes {zones} zones {workload} {gb:g}GB",
-                                  episodes))
-    return cases
+DEFAULT_SHAPES = ShapesSpec()
+"""The suite as ``spotsched evaluate --scenario shapes`` plays it by default."""
 
 
-def _window(spec: ShapesSpec, zones: int, seed: np.random.SeedSequence
-            ) -> tuple[MarketData, TrainedModels]:
-    """One market's window, and its forecasters trained on the history before it."""
+def shape_data(spec: ShapesSpec, zones: int, seed: np.random.SeedSequence) -> MarketData:
+    """The history and the window of one ``zones``-zone market (the window starts at slot
+    :attr:`ShapesSpec.history_slots`)."""
     hours = (spec.history_slots + spec.window_slots + 1) * spec.slot_seconds / SECONDS_PER_HOUR
     ticks = shape_market(zones, spec.capacity, hours, seed, spec.calibration)
-    data = build_market_data(ticks, spec.slot_seconds)
-    return data.window(spec.history_slots, spec.window_slots), \
-        trained_models(data, [spec.history_slots])[0]
+    return build_market_data(ticks, spec.slot_seconds)
 
 
-def _jobs(spec: ShapesSpec, workload: str, window: MarketData, k: int, seed: int
-          ) -> tuple[Job, ...]:
-    """Window ``k``'s jobs (``seed``: the fleet's draw)."""
+def shape_jobs(spec: ShapesSpec, workload: str, window: MarketData, k: int, seed: int
+               ) -> tuple[Job, ...]:
+    """The jobs of ``workload`` in window ``k`` (``seed``: the fleet's draw), with no
+    checkpoint."""
     if workload == "one":
-        return (replace(_single_job(spec, window), id=f"w{k:02d}"),)
+        return (_single_job(spec, window, f"w{k:02d}"),)
     share = 1.0 if workload == "fixed" else 0.25
     jobs = generate_jobs(window, spec.fleet_jobs, replace(spec.fleet, seed=seed,
                                                           n_min_share=share))
@@ -135,13 +119,13 @@ def _jobs(spec: ShapesSpec, workload: str, window: MarketData, k: int, seed: int
                          release=window.slot_start(window.slot_of(j.release))) for j in jobs)
 
 
-def _single_job(spec: ShapesSpec, window: MarketData) -> Job:
+def _single_job(spec: ShapesSpec, window: MarketData, job_id: str) -> Job:
     deadline = spec.window_hours
     work, overhead = deadline / spec.ratio, spec.overhead_hours
     due = window.origin + deadline * SECONDS_PER_HOUR
     slots_on_demand = math.ceil((work + overhead) * SECONDS_PER_HOUR / window.slot_seconds)
     value = slots_on_demand * window.slot_hours * float(min(window.on_demand_prices))
-    return Job(id="one", workload=work, release=window.origin, soft_deadline=due,
+    return Job(id=job_id, workload=work, release=window.origin, soft_deadline=due,
                hard_deadline=due, value=value, value_at_hard_deadline=value,
                miss_penalty=spec.miss_penalty_factor * value,
                restart_overhead=overhead * SECONDS_PER_HOUR)

@@ -137,12 +137,14 @@ def evaluate(
     Scenarios: Can't Be Late, SkyNomad's multi-region task, fine-tuning, scarce capacity and
     a suite of synthetic market shapes (docs/evaluation.md). The cells run on every core or
     on a Ray cluster and are kept in a cache."""
+    from dataclasses import replace
+
     from rich.console import Console
 
     from solver.choices import one_of
     from solver.evaluation.evaluate import EvaluationSettings
     from solver.evaluation.resample import resample_availability
-    from solver.evaluation.shapes import ShapesSpec
+    from solver.evaluation.shapes import DEFAULT_SHAPES
     from solver.policies.forecast_sources import FORECAST_KINDS
     from streams.evaluation.cache import default_cache_dir
     from streams.evaluation.runner import EXECUTORS, Execution
@@ -170,8 +172,7 @@ def evaluate(
         multi = _multi_region_spec("multi-region" in scenarios, work_hours, deadline_hours,
                                    overhead_hours, checkpoint_gb, zone, window_index,
                                    transfer_time, migration_table)
-        shapes = ShapesSpec(seeds=seeds) if windows is None \
-            else ShapesSpec(seeds=seeds, windows=windows)
+        shapes = replace(DEFAULT_SHAPES, seeds=seeds, windows=windows or DEFAULT_SHAPES.windows)
         with writing():
             run_evaluation(ticks, source, scenarios, policy, windows or 30, seed, console, plots,
                            json_file, settings, tasks, value_of_forecasts, multi, execution,

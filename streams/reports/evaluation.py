@@ -22,7 +22,7 @@ from solver.evaluation.evaluate import (
     regret_bound,
 )
 from solver.evaluation.scenarios import CantBeLateSpec, Case, MultiRegionSpec, build_cases
-from solver.evaluation.shapes import ShapesSpec
+from solver.evaluation.shapes import DEFAULT_SHAPES, ShapesSpec
 from solver.market import MarketTicks
 from solver.policies import PolicySpec
 from streams.evaluation.cache import CellKeys, markets_digest
@@ -33,7 +33,6 @@ from streams.reports.tables import add_number_columns, keyed_table, report_table
 
 DEFAULT_TASKS = CantBeLateSpec()
 DEFAULT_MULTI_REGION = MultiRegionSpec()
-DEFAULT_SHAPES = ShapesSpec()
 IN_PROCESS = Execution()
 """Every cell in this process, no cache."""
 

@@ -1,0 +1,83 @@
+"""``spotsched evaluate --scenario shapes``, and the kept calibration against the traces."""
+
+import json
+from dataclasses import replace
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from solver.evaluation import shapes
+from solver.evaluation.evaluate import CaseResult, PolicyStats
+from solver.evaluation.scenarios import build_cases
+from solver.evaluation.shape_calibration import CALIBRATION
+from streams.cli import app
+from streams.evaluation.shapes_report import shapes_tables
+from tests.traces_dir import needs_traces, traces_dir
+
+
+@pytest.fixture
+def tiny_suite(monkeypatch):
+    """The suite's default, cut to one 3-zone shape of one job and one of a single
+    fixed-count job (both planned by the exact dynamic program)."""
+    monkeypatch.setattr(shapes, "DEFAULT_SHAPES", replace(
+        shapes.DEFAULT_SHAPES, zone_counts=(3,), workloads=("one", "fixed"),
+        checkpoints_gb=(50.0,), fleet_jobs=1, history_days=1.0))
+
+
+def test_evaluate_plays_the_shapes_on_the_seeds_asked_for(tmp_path, tiny_suite):
+    out = tmp_path / "shapes.json"
+    result = CliRunner().invoke(app, [
+        "evaluate", "--scenario", "shapes", "--seeds", "tune", "--windows", "1",
+        "--policy", "on-demand", "--policy", "optimum", "--workers", "1", "--no-cache",
+        "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "shapes, 1 windows of the tune seeds: mean cost ÷ the optimum's" in text
+    assert "mean utility" not in text  # one job a window: no fleet
+    entries = json.loads(out.read_text())["scenarios"]
+    assert [e["name"] for e in entries] == ["shapes 3 zones one 50GB",
+                                            "shapes 3 zones fixed 50GB"]
+    for entry in entries:
+        policies = entry["policies"]
+        ratio = policies["on-demand"]["mean_cost_usd"] / policies["optimum"]["mean_cost_usd"]
+        assert f"{entry['name']} {ratio:.3f}" in text
+
+
+def test_the_tables_give_cost_ratios_and_for_fleets_utility_ratios():
+    cases = build_cases([], ["shapes"], 30, 0, shapes=replace(
+        shapes.DEFAULT_SHAPES, windows=1, zone_counts=(3,), workloads=("one", "elastic"),
+        checkpoints_gb=(0.0,), fleet_jobs=2, history_days=1.0))
+
+    def stats(cost, utility):
+        return PolicyStats(1, cost, utility, 0.0, 0, 0)
+
+    results = [CaseResult("shapes", c.name, {"greedy": stats(12.0, 30.0),
+                                             "optimum": stats(10.0, 40.0)}) for c in cases]
+    results[1] = replace(results[1], policies={"greedy": stats(5.0, 1.0),
+                                               "optimum": stats(4.0, -2.0)})
+    console = Console(width=200, record=True)
+    for table in shapes_tables(cases, results, "suite"):
+        console.print(table)
+    text = " ".join(console.export_text().split())
+    costs, fleets = text.split("suite, fleets: mean utility ÷ the optimum's")
+    assert "suite: mean cost ÷ the optimum's" in costs
+    assert "shapes 3 zones one 0GB 1.200" in costs
+    assert "shapes 3 zones elastic 0GB 1.250" in costs
+    assert "shapes 3 zones one" not in fleets
+    assert "shapes 3 zones elastic 0GB —" in fleets  # the optimum's utility is negative
+
+
+def test_evaluate_refuses_a_seed_half_it_does_not_know():
+    result = CliRunner().invoke(app, ["evaluate", "--scenario", "shapes", "--seeds", "test"])
+    assert result.exit_code != 0
+    assert "error: --seeds test: expected one of tune, held-out" in result.output
+
+
+@needs_traces
+def test_the_kept_calibration_is_what_the_traces_give():
+    from streams.evaluation.calibrate_shapes import calibrate_from
+
+    derived = calibrate_from(traces_dir())
+    for name, kept in vars(CALIBRATION).items():
+        assert getattr(derived, name) == pytest.approx(kept, abs=5e-4), name

@@ -22,6 +22,12 @@ from streams.reports.live import LiveBar, clock
 
 PLAIN_EVERY_SECONDS = 30.0
 """The longest silence between two plain lines while work goes on."""
+RATE_SECONDS = 0.5
+"""The shortest time a rate is measured over: the time left is told from the rate since the
+previous line (steps differ in cost: a replay's simple policies race through theirs), else
+from the start, else not at all (``?``)."""
+SPEED_WINDOW_SECONDS = 5.0
+"""The window the live bar measures its speed over."""
 
 
 class Steps(LiveBar):
@@ -31,7 +37,7 @@ class Steps(LiveBar):
                  console: Console | None = None) -> None:
         self._console = console or Console(stderr=True)
         self._description, self._total, self._unit = description, max(total, 1), unit
-        self._done = 0
+        self._done = self._last_done = 0
         self._start = self._last = time.monotonic()
         self._next_tenth = 1
         self._bar: Progress | None = None
@@ -39,12 +45,22 @@ class Steps(LiveBar):
             self._bar = Progress(
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                 TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                console=self._console, transient=True)
+                console=self._console, transient=True,
+                speed_estimate_period=SPEED_WINDOW_SECONDS)
             self._task = self._bar.add_task(description, total=self._total)
 
     def __enter__(self) -> Self:
         self._start = self._last = time.monotonic()
         return super().__enter__()
+
+    def _time_left(self, now: float) -> str:
+        """The steps left at the rate since the previous line, or since the start, measured
+        over :data:`RATE_SECONDS` at least."""
+        left = self._total - self._done
+        for since, done in ((self._last, self._last_done), (self._start, 0)):
+            if now - since >= RATE_SECONDS and self._done > done:
+                return clock((now - since) * left / (self._done - done))
+        return "0:00:00" if not left else "?"
 
     def advance(self, steps: int = 1) -> None:
         """Count ``steps`` more as done."""
@@ -59,9 +75,9 @@ class Steps(LiveBar):
         if tenth < self._next_tenth and now - self._last < PLAIN_EVERY_SECONDS:
             return
         self._next_tenth = tenth + 1
-        self._last = now
         elapsed = now - self._start
-        eta = clock(elapsed * (self._total - self._done) / self._done) if self._done else "?"
+        eta = self._time_left(now)
+        self._last, self._last_done = now, self._done
         self._console.print(
             f"{self._description}: {self._done:,}/{self._total:,} {self._unit} "
             f"({self._done / self._total:.0%}), {clock(elapsed)} elapsed, eta {eta}",

@@ -16,6 +16,7 @@ from rich.table import Table
 from solver.evaluation.compare import PolicySummary
 from solver.job import Job
 from solver.market import MarketData
+from solver.policies.spec import RECOMMENDED
 from solver.simulator import SimulationResult
 from solver.timefmt import iso_utc
 from streams.pipeline import epoch_index
@@ -28,11 +29,17 @@ from streams.reports.plotting import (
 )
 from streams.reports.tables import add_key_column, add_number_columns, report_table
 
+RECOMMENDED_MARK = "*"
+RECOMMENDED_NOTE = (f"{RECOMMENDED_MARK} recommended for every kind of job; which policy leads "
+                    "on one market and its jobs varies (README, \"Which policy\")")
+
 
 def summary_table(summaries: Sequence[PolicySummary], title: str) -> Table:
-    """Totals per policy; migrations and egress (in the cost) once a move cost something."""
+    """Totals per policy, the recommended one marked; migrations and egress (in the cost) once
+    a move cost something."""
     moved = any(s.egress_usd for s in summaries)
-    table = report_table(title)
+    marked = any(s.policy == RECOMMENDED for s in summaries)
+    table = report_table(title, RECOMMENDED_NOTE if marked else None)
     add_key_column(table, "policy")
     add_number_columns(table, "jobs", "utility", "cost USD", "vs on-demand", "soft miss",
                        "hard miss", "preempt", *(["migrations", "egress USD"] if moved else []))
@@ -40,7 +47,8 @@ def summary_table(summaries: Sequence[PolicySummary], title: str) -> Table:
         ratio = "-" if s.cost_vs_on_demand is None else f"{s.cost_vs_on_demand:.3f}"
         moves = [str(s.migrations), f"{s.egress_usd:,.2f}"] if moved else []
         table.add_row(
-            s.policy, str(s.jobs), f"{s.total_utility:,.0f}", f"{s.total_cost:,.0f}", ratio,
+            s.policy + (f" {RECOMMENDED_MARK}" if s.policy == RECOMMENDED else ""), str(s.jobs),
+            f"{s.total_utility:,.0f}", f"{s.total_cost:,.0f}", ratio,
             str(s.soft_deadline_misses), str(s.hard_deadline_misses), str(s.preemptions),
             *moves,
         )

@@ -178,3 +178,15 @@ def test_the_job_table_keeps_each_job_on_one_line_at(width, decisions):
             for v in views]
     assert_readable(lines, width, {v.job_id for v in views}, rows)
     assert {v.state for v in views} >= {"running", "finished"}
+
+
+def test_the_replay_summary_marks_the_recommended_policy(replay):
+    from solver.evaluation.compare import compare_policies
+    from solver.policies.spec import RECOMMENDED
+
+    data, jobs, _, summaries = replay
+    _, with_it = compare_policies(data, jobs[:2], ["chc", RECOMMENDED])
+    lines = render(summary_table(with_it, "two jobs"), 120)
+    assert any(line.startswith(f"{RECOMMENDED} *") for line in lines), "\n".join(lines)
+    assert any(line.startswith("* recommended") for line in lines)
+    assert not any("*" in line for line in render(summary_table(summaries, "t"), 120))

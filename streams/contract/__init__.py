@@ -5,8 +5,9 @@ event classes (schema version 2), :mod:`.fields` their field types and bounds, :
 the wire form of a market's forecast, :mod:`.codec` reads (versions 1 and 2, :mod:`.v1`) and
 writes them, :mod:`.headers` gives each message its CloudEvents headers and :mod:`.schema` its
 JSON Schemas; :mod:`.fast_json` reads and writes the common messages and :mod:`.fast_ticks`
-reads the plainly valid market ticks faster, exactly as the standard path does. docs/contract.md
-describes it for writers in any language.
+reads the plainly valid market ticks faster, exactly as the standard path does;
+:mod:`.printable` escapes what a message says before it is printed. docs/contract.md describes
+it for writers in any language.
 """
 
 from streams.contract.codec import (

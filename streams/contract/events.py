@@ -37,20 +37,22 @@ from streams.contract.fields import (
     EARLIEST_TIME,
     LATEST_TIME,
     MAX_CHECKPOINT_GB,
-    MAX_IDEMPOTENCY_KEY_CHARS,
     MAX_INSTANCES,
     MAX_ITEMS,
     MAX_KEY_CHARS,
+    MAX_MARKET_PATTERNS,
     MAX_OVERHEAD_SECONDS,
     MAX_SECONDS,
     MAX_THROUGHPUT,
     MAX_USD,
     MIN_THROUGHPUT,
+    PLACE_PATTERN,
     REGION_PATTERN,
     Amount,
     Available,
     Count,
     Epoch,
+    IdempotencyKey,
     Instances,
     Int,
     JobId,
@@ -72,6 +74,7 @@ from streams.contract.fields import (
     iso,
 )
 from streams.contract.outlook import Outlook
+from streams.contract.printable import printable
 
 SCHEMA_VERSION: Final = 2
 """The schema version this code writes; it also reads version 1 (:mod:`streams.contract.v1`)."""
@@ -130,10 +133,7 @@ class Envelope(BaseModel):
     event_time: UtcTime = Field(description="When the event happened (event time, UTC)")
     key: str = Field("", max_length=MAX_KEY_CHARS,
                      description="Kafka message key; derived from the event when empty")
-    idempotency_key: str = Field(
-        "", max_length=MAX_IDEMPOTENCY_KEY_CHARS,
-        description="Deduplication key, also the CloudEvents id; derived when empty as "
-        "'{type}:{key}:{event_time}:{digest}' (docs/contract.md)")
+    idempotency_key: IdempotencyKey = ""
 
     @model_validator(mode="after")
     def _derive_keys(self) -> Self:
@@ -228,12 +228,13 @@ class JobSubmitted(Envelope):
     allow_spot: StrictBool = True
     checkpoint_gb: Annotated[StrictFloat, Field(ge=0, le=MAX_CHECKPOINT_GB)] = Field(
         0.0, description="GB of the job's checkpoint, moved when the job changes market")
-    home_region: Annotated[str, Field(pattern=REGION_PATTERN, max_length=256)] | None = Field(
+    home_region: Annotated[str, Field(max_length=256, pattern=REGION_PATTERN)] | None = Field(
         None, description="'cloud/region' where the job's data and first checkpoint live")
     max_hourly_usd: Annotated[StrictFloat, Field(gt=0, le=MAX_USD)] | None = Field(
         None, description="Cap on the hourly bill of any allocation, USD per hour")
     market_patterns: Annotated[
-        tuple[MarketPattern, ...], Field(min_length=1, max_length=MAX_ITEMS)] | None = Field(
+        tuple[MarketPattern, ...], Field(min_length=1, max_length=MAX_MARKET_PATTERNS)
+    ] | None = Field(
         None, description="fnmatch patterns on market keys the job may use (e.g. gcp/us-*)")
 
     @model_validator(mode="after")
@@ -334,7 +335,7 @@ class MarketView(BaseModel):
     capacity_probability: Probability | None = Field(
         None, description="Forecast probability of spot capacity for the whole slot (null: "
         "unknown)")
-    move_from: Annotated[str, Field(max_length=256)] | None = Field(
+    move_from: Annotated[str, Field(max_length=256, pattern=PLACE_PATTERN)] | None = Field(
         None, description="Where the checkpoint moves from, 'cloud/region[/zone]' (null: no "
         "move)")
     move_locality: MoveLocality | None = Field(
@@ -557,7 +558,8 @@ class DeadLetter(Envelope):
         """Wrap an unprocessable message (its value and key, either possibly absent).
 
         ``event_time`` (usually the message's Kafka timestamp, which any producer may set) is
-        moved into the accepted range, so wrapping never fails.
+        moved into the accepted range, so wrapping never fails; the reason is the error's
+        message with what is not printable escaped.
         """
         value = None if raw is None else _as_text(raw[:DEAD_LETTER_RAW_BYTES])
         kept_key = None if key is None else _as_text(key[:DEAD_LETTER_KEY_BYTES])
@@ -573,7 +575,7 @@ class DeadLetter(Envelope):
             "source_key_truncated": key is not None and len(key) > DEAD_LETTER_KEY_BYTES,
             "partition": partition,
             "offset": offset,
-            "reason": str(error)[:500],
+            "reason": printable(str(error))[:500],
             "error_type": type(error).__name__[:256],
         })
 

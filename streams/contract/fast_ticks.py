@@ -28,6 +28,7 @@ from streams.contract.fields import (
     MAX_KEY_CHARS,
     MAX_PRICE,
     MIN_PRICE,
+    is_idempotency_key,
     is_market_key,
 )
 
@@ -92,7 +93,8 @@ def read_tick(raw: bytes) -> Tick | None:
     if (len(data) != fields or raw.count(b'"') != 2 * (fields + strings)
             or type(version) is not int or version != 2 or key != market
             or not _plain_market(market) or type(idempotency_key) is not str
-            or not 0 < len(idempotency_key) <= MAX_IDEMPOTENCY_KEY_CHARS):
+            or not 0 < len(idempotency_key) <= MAX_IDEMPOTENCY_KEY_CHARS
+            or not is_idempotency_key(idempotency_key)):
         return None
     time = _utc_time(time)
     if time is None:

@@ -25,8 +25,31 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-MARKET_KEY_PATTERN = r"^[^/]+/[^/]+/[^/]+/[^/]+$"
+ID_CHARS = "A-Za-z0-9._:@+=-"
+"""The characters of an identifier besides ``/``: no wildcard (``*``, ``?``), no backslash, no
+space, quote or control character, so an id never matches another in a cloud's filter, a
+tag, a shell or a log line. An identifier starts with a letter or a digit."""
+_PART = f"[A-Za-z0-9][{ID_CHARS}]*"
+MAX_JOB_ID_CHARS = 128
+"""Longest job id."""
+JOB_ID_PATTERN = f"^[A-Za-z0-9][/{ID_CHARS}]{{0,{MAX_JOB_ID_CHARS - 1}}}$"
+"""A job id: a letter or a digit, then up to 127 of letters, digits and ``._:@+=-/``."""
+MARKET_KEY_PATTERN = f"^{_PART}/{_PART}/{_PART}/{_PART}$"
+"""A market key: four parts, each a letter or a digit and then letters, digits, ``._:@+=-``."""
 _MARKET_KEY = re.compile(MARKET_KEY_PATTERN)
+IDEMPOTENCY_KEY_PATTERN = f"^([A-Za-z0-9][/{ID_CHARS}]*)?$"
+"""An idempotency key given by its writer (empty: derived), in the alphabet of job ids."""
+REGION_PATTERN = f"^{_PART}/{_PART}$"
+"""A region 'cloud/region'."""
+PLACE_PATTERN = f"^{_PART}/{_PART}(/{_PART})?$"
+"""A place 'cloud/region[/zone]'."""
+MARKET_PATTERN_PATTERN = r"^[A-Za-z0-9._:@+=/*?\[\]!-]+$"
+"""An fnmatch pattern on market keys: the characters of market keys and ``*?[]!``."""
+MAX_MARKET_PATTERNS = 32
+"""Most market patterns of one job (each is matched against the whole catalogue)."""
+_UNSAFE = "(no spaces, wildcards, backslashes or control characters)"
+ID_EXPECTED = f"a letter or a digit, then letters, digits and ._:@+=-/ only {_UNSAFE}"
+PART_EXPECTED = f"a letter or a digit, then letters, digits and ._:@+=- only {_UNSAFE}"
 TIME_PATTERN = (r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):"
                 r"[0-5][0-9]:[0-5][0-9](\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$")
 """ISO-8601 (RFC 3339) with an upper-case ``T`` and ``Z`` or a ``±hh:mm`` offset."""
@@ -63,8 +86,6 @@ MAX_ITEMS = 1_000
 """Most items in a list: markets of an epoch or a job, forecast horizon."""
 MAX_CHECKPOINT_GB = 1e6
 """Largest checkpoint a job may declare, GB."""
-REGION_PATTERN = r"^[^/\s]+/[^/\s]+$"
-"""A region 'cloud/region'."""
 MAX_COUNT = 2**63 - 1
 """Largest offset or byte count."""
 MAX_KEY_CHARS = 256
@@ -149,7 +170,44 @@ def is_market_key(value: str) -> bool:
 
 def _market_key(value: str) -> str:
     if not is_market_key(value):
-        raise expected("a market key 'cloud/region/zone/instance_type' of four non-empty parts")
+        raise expected("a market key 'cloud/region/zone/instance_type' of four parts, each "
+                       + PART_EXPECTED)
+    return value
+
+
+_JOB_ID = re.compile(JOB_ID_PATTERN)
+_MARKET_PATTERN = re.compile(MARKET_PATTERN_PATTERN)
+
+
+def is_job_id(value: str) -> bool:
+    """Whether ``value`` is a job id of the contract's alphabet (:data:`JOB_ID_PATTERN`)."""
+    return _JOB_ID.fullmatch(value) is not None
+
+
+def _job_id(value: str) -> str:
+    if not is_job_id(value):
+        raise expected(f"a job id of 1 to {MAX_JOB_ID_CHARS} characters: {ID_EXPECTED}")
+    return value
+
+
+_IDEMPOTENCY_KEY = re.compile(IDEMPOTENCY_KEY_PATTERN)
+
+
+def is_idempotency_key(value: str) -> bool:
+    """Whether ``value`` is an idempotency key of the contract's alphabet, or empty."""
+    return _IDEMPOTENCY_KEY.fullmatch(value) is not None
+
+
+def _idempotency_key(value: str) -> str:
+    if not is_idempotency_key(value):
+        raise expected(f"an idempotency key of at most {MAX_IDEMPOTENCY_KEY_CHARS} characters: "
+                       f"{ID_EXPECTED}; or empty, to derive it")
+    return value
+
+
+def _market_pattern(value: str) -> str:
+    if _MARKET_PATTERN.fullmatch(value) is None:
+        raise expected("an fnmatch pattern of letters, digits and ._:@+=-/*?[]! only")
     return value
 
 
@@ -188,9 +246,26 @@ MarketKey = Annotated[
         json_schema_extra={"pattern": MARKET_KEY_PATTERN},
     ),
 ]
-JobId = Annotated[str, Field(min_length=1, max_length=256, description="Job identifier")]
-MarketPattern = Annotated[str, Field(min_length=1, max_length=256, description="fnmatch "
-                                     "pattern on market keys, e.g. gcp/us-* or */a3-*")]
+JobId = Annotated[
+    str,
+    AfterValidator(_job_id),
+    Field(description="Job identifier", json_schema_extra={"pattern": JOB_ID_PATTERN}),
+]
+IdempotencyKey = Annotated[
+    str,
+    Field(max_length=MAX_IDEMPOTENCY_KEY_CHARS),
+    AfterValidator(_idempotency_key),
+    Field(description="Deduplication key, also the CloudEvents id; derived when empty as "
+          "'{type}:{key}:{event_time}:{digest}' (docs/contract.md)",
+          json_schema_extra={"pattern": IDEMPOTENCY_KEY_PATTERN}),
+]
+MarketPattern = Annotated[
+    str,
+    Field(max_length=MAX_KEY_CHARS),
+    AfterValidator(_market_pattern),
+    Field(description="fnmatch pattern on market keys, e.g. gcp/us-* or */a3-*",
+          json_schema_extra={"pattern": MARKET_PATTERN_PATTERN}),
+]
 Text = Annotated[str, Field(max_length=500)]
 Name = Annotated[str, Field(min_length=1, max_length=256)]
 Int = Annotated[StrictInt, BeforeValidator(_integral)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import operator
 import string
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -44,9 +45,12 @@ times = st.datetimes(
 releases = st.datetimes(  # room for deadlines up to 2 * 10**7 s later, before 2100
     min_value=datetime(2000, 1, 1), max_value=datetime(2099, 5, 1), timezones=st.just(UTC)
 )
-names = st.text(string.ascii_lowercase + string.digits + "-._", min_size=1, max_size=12)
+_first = string.ascii_letters + string.digits
+names = st.builds(operator.add, st.sampled_from(_first),
+                  st.text(_first + "._:@+=-", max_size=11))
 market_keys = st.tuples(names, names, names, names).map("/".join)
-job_ids = st.text(min_size=1, max_size=40)
+job_ids = st.builds(operator.add, st.sampled_from(_first),
+                    st.text(_first + "._:@+=-/", max_size=39))
 texts = st.text(max_size=60)
 amounts = st.floats(min_value=0, max_value=1e6)
 positives = st.floats(min_value=1e-6, max_value=1e6)

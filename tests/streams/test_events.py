@@ -182,7 +182,7 @@ def test_from_job_fields_inverts_job_fields(event):
     (wire(PRICE, on_demand_price=0.0), "PriceTick.on_demand_price = 0.0: expected >= 1e-06"),
     (wire(PRICE, market="aws/us-east-1"),
      "PriceTick.market = 'aws/us-east-1': expected a market key "
-     "'cloud/region/zone/instance_type' of four non-empty parts"),
+     "'cloud/region/zone/instance_type' of four parts, each a letter or a digit"),
     (wire(PRICE, event_time="2024-05-01T12:00:00"),
      "PriceTick.event_time = '2024-05-01T12:00:00': expected a time from "
      "2000-01-01T00:00:00Z to 2100-01-01T00:00:00Z: ISO-8601 with an offset"),

@@ -5,7 +5,8 @@ Repeated log records are rate-limited: a broker outage makes the Kafka clients l
 error many times a second, so the :class:`RateLimit` filter lets one record of each kind
 (logger, level and message template) through per interval; the next one let through says how
 many were held back meanwhile.
-Records below WARNING pass untouched.
+Records below WARNING pass untouched. Every message is printed with its control characters
+escaped (:class:`PrintableRecords`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
 
+from streams.contract.printable import printable
 from streams.settings import Settings
 
 DEFAULT_INTERVAL_SECONDS = 30.0
@@ -66,22 +68,39 @@ class RateLimit(logging.Filter):
         return True
 
 
-def rate_limit_handlers(logger: logging.Logger | None = None,
-                        interval: float = DEFAULT_INTERVAL_SECONDS) -> None:
-    """Put a :class:`RateLimit` of its own on every handler of ``logger`` (the root by
-    default): a limit shared by two handlers would let a record reach only the first."""
+class PrintableRecords(logging.Filter):
+    """Writes what is not printable in a record's message as escapes
+    (:func:`~streams.contract.printable.printable`): a job id or a reason taken from a message
+    cannot break a log line in two or drive the terminal."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        shown = printable(message)
+        if shown != message:
+            record.msg, record.args = shown, ()
+        return True
+
+
+def guard_handlers(logger: logging.Logger | None = None,
+                   interval: float = DEFAULT_INTERVAL_SECONDS) -> None:
+    """Put a :class:`RateLimit` of its own, then :class:`PrintableRecords`, on every handler
+    of ``logger`` (the root by default): a limit shared by two handlers would let a record
+    reach only the first."""
     logger = logger or logging.getLogger()
     for handler in logger.handlers:
         if not any(isinstance(f, RateLimit) for f in handler.filters):
             handler.addFilter(RateLimit(interval))
+        if not any(isinstance(f, PrintableRecords) for f in handler.filters):
+            handler.addFilter(PrintableRecords())
 
 
 def configure_logging(level: str = "WARNING",
                       interval: float = DEFAULT_INTERVAL_SECONDS) -> None:
-    """Log to stderr at ``level`` with rate-limited repeats (the command-line clients)."""
+    """Log to stderr at ``level`` with rate-limited repeats and escaped control characters
+    (the command-line clients)."""
     logging.basicConfig(level=level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    rate_limit_handlers(interval=interval)
+    guard_handlers(interval=interval)
 
 
 def serve_metrics(settings: Settings, registry: CollectorRegistry) -> Any:

@@ -46,7 +46,7 @@ from streams.runners.collector import QuietCollector
 from streams.runners.memory import Observer
 from streams.runners.recovery import PartitionStages, record_message
 from streams.runners.tick_consumer import TickConsumer, log_end
-from streams.runtime import rate_limit_handlers
+from streams.runtime import guard_handlers
 from streams.settings import Settings, env_name
 
 log = logging.getLogger(__name__)
@@ -226,7 +226,7 @@ class RateLimitedWorker(faust.Worker):
 
     def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
         super().on_setup_root_logger(logger, level)
-        rate_limit_handlers(logger)
+        guard_handlers(logger)
 
 
 def _faust_app(settings: Settings) -> faust.App:

@@ -1,8 +1,9 @@
-"""Repeated log records are rate-limited: one per kind per interval, with a count."""
+"""Repeated log records are rate-limited: one per kind per interval, with a count; control
+characters in a message are escaped."""
 
 import logging
 
-from streams.runtime import RateLimit, rate_limit_handlers
+from streams.runtime import RateLimit, guard_handlers
 
 
 class Clock:
@@ -58,12 +59,26 @@ def test_every_handler_of_the_logger_gets_the_first_record_of_a_kind():
     logger.addHandler(first)
     logger.addHandler(second)
     try:
-        rate_limit_handlers(logger)
-        rate_limit_handlers(logger)  # idempotent
+        guard_handlers(logger)
+        guard_handlers(logger)  # idempotent
         for _ in range(3):
             logger.warning("broker down")
     finally:
         logger.removeHandler(first)
         logger.removeHandler(second)
     assert first.messages == second.messages == ["broker down"]
-    assert [len(h.filters) for h in (first, second)] == [1, 1]
+    assert [len(h.filters) for h in (first, second)] == [2, 2]
+
+
+def test_control_characters_of_a_logged_id_are_escaped_on_every_handler():
+    logger = logging.getLogger("test-logs-printable")
+    logger.propagate = False
+    collect = Collect()
+    logger.addHandler(collect)
+    try:
+        guard_handlers(logger)
+        logger.warning("applied %s: %s", "job\n2026 INFO forged\x1b[2J\x00", "why\u202eevil")
+    finally:
+        logger.removeHandler(collect)
+    assert collect.messages == [
+        "applied job\\n2026 INFO forged\\x1b[2J\\x00: why\\u202eevil"]

@@ -45,3 +45,22 @@ class ConnectorMetrics:
             "Time to apply one decision (each attempt).", labels, registry=registry,
             buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0),
         ).labels(connector)
+
+
+Limit = Literal["market", "region", "instance_type", "instances_per_job", "instances"]
+"""The limit a refused decision broke (:mod:`connectors.limits`)."""
+
+LIMITS: tuple[Limit, ...] = ("market", "region", "instance_type", "instances_per_job",
+                             "instances")
+
+
+class RefusalMetrics:
+    """Decisions refused for breaking the connector's limits, by limit."""
+
+    def __init__(self, registry: CollectorRegistry, connector: str) -> None:
+        refused = Counter(
+            "spotsched_connector_decisions_refused_total",
+            "Decisions refused (and dead-lettered) for breaking the connector's limits, by "
+            "limit.", ("connector", "limit"), registry=registry,
+        )
+        self.refused = {limit: refused.labels(connector, limit) for limit in LIMITS}

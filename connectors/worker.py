@@ -18,8 +18,14 @@ from prometheus_client import CollectorRegistry
 
 from connectors.base import Connector
 from connectors.job_events import JobEventsReader
+from connectors.limits import (
+    DEFAULT_MAX_INSTANCES,
+    DEFAULT_MAX_INSTANCES_PER_JOB,
+    DecisionLimits,
+    Limited,
+)
 from connectors.log import LogConnector
-from connectors.metrics import ConnectorMetrics
+from connectors.metrics import ConnectorMetrics, RefusalMetrics
 from connectors.runtime import ConnectorRuntime, CrashHook, RuntimeOptions
 from connectors.sim import SimConnector, market_cloud, synthetic_cloud
 from connectors.store import AppliedKeys, Journal
@@ -53,6 +59,10 @@ class WorkerOptions:
     aws_regions: tuple[str, ...] = ()
     aws_endpoint_url: str | None = None
     aws_spot_max_price: float | None = None
+    allowed_instance_types: tuple[str, ...] = ()
+    """Instance types the sim and aws connectors may run; none: aws takes its catalogue's."""
+    max_instances_per_job: int = DEFAULT_MAX_INSTANCES_PER_JOB
+    max_instances: int = DEFAULT_MAX_INSTANCES
     kill_after_apply: int = 0
 
     def __post_init__(self) -> None:
@@ -87,15 +97,46 @@ def build_connector(settings: Settings, options: WorkerOptions,
                             journal or Journal(state_file(settings, options, "journal")))
     from connectors.aws import AwsConnector, AwsOptions
 
-    regions = options.aws_regions
-    if not regions and settings.markets_file is not None:
-        regions = tuple(sorted({m.region for m in settings.catalogue() if m.cloud == "aws"}))
+    regions = aws_regions(settings, options)
     log.info("aws connector: regions %s, endpoint %s", ", ".join(regions) or "(per decision)",
              options.aws_endpoint_url or "(default)")
     return AwsConnector(AwsOptions(
         image_ids=options.aws_image_ids, launch_template=options.aws_launch_template,
         regions=regions, endpoint_url=options.aws_endpoint_url,
         spot_max_price=options.aws_spot_max_price))
+
+
+def aws_regions(settings: Settings, options: WorkerOptions) -> tuple[str, ...]:
+    """The regions the aws connector serves: its ``--region`` options, else the AWS regions of
+    the catalogue in the settings' markets file (none: neither is given)."""
+    if options.aws_regions or settings.markets_file is None:
+        return options.aws_regions
+    return tuple(sorted({m.region for m in settings.catalogue() if m.cloud == "aws"}))
+
+
+def decision_limits(settings: Settings, options: WorkerOptions) -> DecisionLimits | None:
+    """What the connector may be asked to do (``None``: anything, for the log connector,
+    which acts on nothing). The sim checks its markets itself, stopping at one it does not
+    simulate; aws serves its regions and the instance types allowed, by default those of
+    its catalogue, and only the catalogue's markets when it has one."""
+    if options.name == "log":
+        return None
+    markets = regions = None
+    types = frozenset(options.allowed_instance_types) or None
+    if options.name == "aws":
+        catalogue = ([m for m in settings.catalogue() if m.cloud == "aws"]
+                     if settings.markets_file is not None else None)
+        regions = frozenset(aws_regions(settings, options))
+        if catalogue is not None:
+            markets = frozenset(m.key for m in catalogue)
+            types = types or frozenset(m.instance_type for m in catalogue)
+        if not regions or not types:
+            raise ValueError("aws: expected the regions and instance types it may launch in: "
+                             "--region and --allowed-instance-types, or a catalogue "
+                             "(SPOTSCHED_MARKETS_FILE) to take them from")
+    return DecisionLimits(markets=markets, regions=regions, instance_types=types,
+                          max_instances_per_job=options.max_instances_per_job,
+                          max_instances=options.max_instances)
 
 
 class ConnectorWorker:
@@ -114,6 +155,7 @@ class ConnectorWorker:
         self.journal = (Journal(state_file(settings, options, "journal"))
                         if options.name == "sim" else None)
         self.connector = build_connector(settings, options, self.journal)
+        self.limits = decision_limits(settings, options)
         self.applied_keys = AppliedKeys(state_file(settings, options, "applied"))
 
     async def serve(self, stop: asyncio.Event) -> None:
@@ -124,7 +166,11 @@ class ConnectorWorker:
             crash_hook=_kill_after(options.kill_after_apply) if options.kill_after_apply
             else None,
         )
-        runtime = ConnectorRuntime(self.connector, self.settings, runtime_options,
+        connector = self.connector
+        if self.limits is not None:
+            connector = Limited(connector, self.limits,
+                                RefusalMetrics(self.registry, options.name))
+        runtime = ConnectorRuntime(connector, self.settings, runtime_options,
                                    self.applied_keys, ConnectorMetrics(self.registry, options.name),
                                    records=[self.journal] if self.journal is not None else [])
         try:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from connectors.limits import DEFAULT_MAX_INSTANCES, DEFAULT_MAX_INSTANCES_PER_JOB
 from streams.cli.app import app
 from streams.cli.common import broker_logging, command_settings, load_trace_files, run_on_broker
 from streams.cli.errors import fail
@@ -58,6 +59,16 @@ def connector(
     endpoint_url: Ec2Endpoint = None,
     spot_max_price: Annotated[float | None, typer.Option(
         help="aws: highest spot price in USD/h (default: the on-demand price).")] = None,
+    allowed_instance_types: Annotated[list[str] | None, typer.Option(
+        "--allowed-instance-types", metavar="<type>", help="sim, aws: an instance type it may "
+        "run; repeatable. Default: aws, the types of the catalogue in SPOTSCHED_MARKETS_FILE; "
+        "sim, any.")] = None,
+    max_instances_per_job: Annotated[int, typer.Option(
+        min=1, help="sim, aws: most instances one decision may ask for; beyond, the decision "
+        "is refused (dead-lettered).")] = DEFAULT_MAX_INSTANCES_PER_JOB,
+    max_instances: Annotated[int, typer.Option(
+        min=1, help="sim, aws: most instances the jobs' latest decisions may ask for "
+        "together; beyond, the decision is refused.")] = DEFAULT_MAX_INSTANCES,
     on_demand_price: OnDemandPrice = None,
     prices: PricesFile = None,
     log_level: LogLevel = DEFAULT_LOG_LEVEL,
@@ -93,7 +104,10 @@ def connector(
             sim_availability_reports=availability_reports,
             aws_image_ids=parse_image_ids(image_id or []), aws_launch_template=launch_template,
             aws_regions=tuple(region or ()), aws_endpoint_url=endpoint_url,
-            aws_spot_max_price=spot_max_price, kill_after_apply=kill_after_apply)
+            aws_spot_max_price=spot_max_price,
+            allowed_instance_types=tuple(allowed_instance_types or ()),
+            max_instances_per_job=max_instances_per_job, max_instances=max_instances,
+            kill_after_apply=kill_after_apply)
     except ValueError as exc:
         fail(exc)
     if reset:  # before the worker opens the records it removes

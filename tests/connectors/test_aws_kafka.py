@@ -16,6 +16,7 @@ from pathlib import Path
 
 import boto3
 import pytest
+from prometheus_client import CollectorRegistry
 
 from connectors.aws import (
     TAG_DECISION,
@@ -25,9 +26,18 @@ from connectors.aws import (
     AwsConnector,
     AwsOptions,
 )
+from connectors.limits import DecisionLimits, Limited
 from connectors.memory import Holding, MemoryConnector
+from connectors.metrics import RefusalMetrics
 from streams.contract import ProvisioningDecision
-from tests.connectors.helpers import committed, final_holdings, publish, replay
+from tests.connectors.helpers import (
+    committed,
+    decision,
+    final_holdings,
+    publish,
+    read_all,
+    replay,
+)
 from tests.connectors.runtime_harness import outcome_count, run_until_handled
 
 pytestmark = pytest.mark.kafka
@@ -118,6 +128,34 @@ async def test_replayed_decisions_end_in_exactly_the_instances_they_ask_for_once
     await connector.close()
 
 
+async def test_decisions_outside_the_limits_are_dead_lettered_without_a_launch(
+        kafka_settings, moto_endpoint, tmp_path):
+    forged = [decision("job-1", market="aws/eu-north-1/eu-north-1a/p5.48xlarge",
+                       spot=10_000, on_demand=10_000),
+              decision("job-2", spot=10_000, on_demand=10_000)]
+    await publish(kafka_settings, kafka_settings.topics.decisions, forged)
+    refusals = CollectorRegistry()
+    connector = Limited(
+        AwsConnector(AwsOptions(image_ids={"*": AMI}, regions=REGIONS,
+                                endpoint_url=moto_endpoint)),
+        DecisionLimits(regions=frozenset(REGIONS), instance_types=frozenset({"p3.2xlarge"})),
+        RefusalMetrics(refusals, "aws"))
+    registry = await run_until_handled(kafka_settings, connector, len(forged), tmp_path)
+    assert outcome_count(registry, "aws", "dead_lettered") == 2
+    letters = await read_all(kafka_settings, kafka_settings.topics.dead_letters)
+    assert [(letter.error_type, letter.reason) for letter in letters] == [
+        ("RefusedDecision", "market 'aws/eu-north-1/eu-north-1a/p5.48xlarge': region "
+         "'eu-north-1' is not one the connector serves; expected one of us-east-1, us-west-2 "
+         "(--region)"),
+        ("RefusedDecision", "spot=10000 on_demand=10000: 20,000 instances for one job; "
+         "expected at most 64 (--max-instances-per-job)")]
+    assert [refusals.get_sample_value("spotsched_connector_decisions_refused_total",
+                                      {"connector": "aws", "limit": limit})
+            for limit in ("region", "instances_per_job")] == [1, 1]
+    assert every_instance(moto_endpoint) == []
+    await connector.close()
+
+
 @pytest.mark.slow  # a connector process, killed and started again
 def test_a_worker_killed_between_applying_and_committing_launches_nothing_twice(
         kafka_settings, moto_endpoint, decisions, tmp_path):
@@ -132,7 +170,8 @@ def test_a_worker_killed_between_applying_and_committing_launches_nothing_twice(
                 "SPOTSCHED_TOPICS__MARKET_TICKS": kafka_settings.topics.market_ticks})
     command = [sys.executable, "-m", "streams", "connector", "aws", "--image-id", AMI,
                "--endpoint-url", moto_endpoint, "--group", "aws-test", "--data-dir",
-               str(tmp_path / "aws"), *[a for r in REGIONS for a in ("--region", r)]]
+               str(tmp_path / "aws"), *[a for r in REGIONS for a in ("--region", r)],
+               "--allowed-instance-types", "p3.2xlarge"]
     log = tmp_path / "aws.log"
     with log.open("w") as out:
         killed = subprocess.run([*command, "--kill-after-apply", str(victim + 1)], env=env,

@@ -48,6 +48,9 @@ def test_image_ids_apply_to_every_region_or_to_one():
     (["nope"], "connector='nope': expected one of log, sim, aws"),
     (["aws"], "expected an AMI"),
     (["aws", "--image-id", "=ami-1"], "expected AMI or REGION=AMI"),
+    (["aws", "--image-id", "ami-1", "--region", "us-east-1"],
+     "aws: expected the regions and instance types it may launch in: --region and "
+     "--allowed-instance-types, or a catalogue (SPOTSCHED_MARKETS_FILE) to take them from"),
 ])
 def test_the_command_rejects_bad_options_clearly(args, message, tmp_path):
     result = CliRunner().invoke(app, ["connector", *args, "--data-dir", str(tmp_path)])
@@ -188,7 +191,8 @@ def test_the_aws_connector_without_credentials_exits_in_one_line_committing_noth
                 "SPOTSCHED_TOPICS__DEAD_LETTERS": kafka_settings.topics.dead_letters})
     done = subprocess.run(
         [sys.executable, "-m", "streams", "connector", "aws", "--image-id", "ami-0abc",
-         "--region", "us-east-1", "--region", "us-west-2", "--data-dir", str(tmp_path),
+         "--region", "us-east-1", "--region", "us-west-2", "--allowed-instance-types",
+         "p3.2xlarge", "--data-dir", str(tmp_path),
          "--group", "no-credentials"],
         env=env, capture_output=True, text=True, timeout=60, check=False)
     ended = time.time()

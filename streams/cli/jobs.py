@@ -7,7 +7,7 @@ given."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -17,6 +17,7 @@ import typer
 if TYPE_CHECKING:
     from streams.contract import JobEvent, JobSubmitted
     from streams.kafka.answers import Answer
+    from streams.reports.job_book import JobBook
     from streams.settings import Settings
 
 from streams.cli.app import app
@@ -56,8 +57,25 @@ def _publish(settings: Settings, events: list[JobEvent]) -> None:
 
 @app.command()
 def submit(
-    jobs: Annotated[Path, typer.Argument(help="JSON or CSV file of jobs.", exists=True,
-                                         dir_okay=False)],
+    jobs: Annotated[Path | None, typer.Argument(
+        help="JSON or CSV file of jobs (or one job from --id, --workload and --deadline).",
+        exists=True, dir_okay=False)] = None,
+    job_id: Annotated[str | None, typer.Option(
+        "--id", metavar="<id>", help="One job: its id.")] = None,
+    workload: Annotated[str | None, typer.Option(
+        "--workload", metavar="<units>", help="One job: its work units.")] = None,
+    deadline: Annotated[str | None, typer.Option(
+        "--deadline", metavar="<time>", help="One job: its soft deadline.")] = None,
+    hard_deadline: Annotated[str | None, typer.Option(
+        "--hard-deadline", metavar="<time>", help="One job: its hard deadline "
+        "(default: --deadline).")] = None,
+    release: Annotated[str | None, typer.Option(
+        "--release", metavar="<time>", help="One job: its release (default: now).")] = None,
+    instances: Annotated[str | None, typer.Option(
+        "--instances", metavar="<n>", help="One job: its instances, fixed (default: 1).")
+    ] = None,
+    value: Annotated[str | None, typer.Option(
+        "--value", metavar="<usd>", help="One job: USD of finishing by --deadline.")] = None,
     bootstrap_servers: Broker = None,
     no_wait: Annotated[bool, typer.Option(
         "--no-wait", help="Publish and exit without waiting for the service's answers.")] = False,
@@ -65,14 +83,24 @@ def submit(
         "--wait", metavar="<seconds>", help="Longest wait for the answers.",
         callback=at_least(0.0, "a number of seconds >= 0"))] = DEFAULT_WAIT_SECONDS,
 ) -> None:
-    """Submit a file's jobs and wait for the service's answers.
+    """Submit jobs and wait for the service's answers.
 
-    Each job is checked against the event contract and published, stamped with its release
-    (or now, if earlier). The answer: accepted at an epoch, queued until its release's epoch,
-    or rejected and why. Exit status 1 when a job is rejected."""
+    The jobs of a file, or one job given by --id, --workload and --deadline (times as in a
+    file: ISO-8601 with Z or an offset, or Unix seconds), checked as a file's are. Each job is
+    checked against the event contract and published, stamped with its release (or now, if
+    earlier). The answer: accepted at an epoch, queued until its release's epoch, or rejected
+    and why.
+    Exit status 1 when a job is rejected."""
+    flags = {"id": job_id, "workload": workload, "soft_deadline": deadline,
+             "hard_deadline": hard_deadline or deadline, "release": release,
+             "n_min": instances, "n_max": instances, "value": value}
+    given = {name: text for name, text in flags.items() if text is not None}
+    if (jobs is None) == (not given):
+        fail(ValueError("submit: expected a file of jobs or one job's --id, --workload and "
+                        "--deadline, not " + ("both" if given else "neither")))
     settings = one_shot_settings(bootstrap_servers=bootstrap_servers)
     broker_logging()
-    submissions = _submissions(jobs)
+    submissions = _submissions(jobs) if jobs is not None else [_one_submission(given)]
     if no_wait:
         _publish(settings, list(submissions))
         console.print(f"published {counted(len(submissions), 'job submission')} to "
@@ -87,6 +115,34 @@ def submit(
                   f"accepted or queued, {rejected} rejected", highlight=False)
     if rejected:
         raise typer.Exit(ExitCode.REJECTED)
+
+
+ONE_JOB_FLAGS = {"id": "--id", "workload": "--workload", "soft_deadline": "--deadline",
+                 "hard_deadline": "--hard-deadline", "release": "--release",
+                 "n_min": "--instances", "n_max": "--instances", "value": "--value"}
+"""The flag that gives each field of ``submit``'s one job."""
+
+
+def _one_submission(given: dict[str, str]) -> JobSubmitted:
+    """The job of ``submit``'s flags, checked as a file's job is; a bad one exits with one
+    line naming the flag."""
+    import time
+
+    from streams.replay import submission
+    from streams.traces.errors import MISSING, TraceFormatError
+    from streams.traces.jobs_file import job_of
+
+    now = time.time()
+    entry = {"release": str(now), **given}
+    try:
+        job = job_of(entry, "submit")
+    except TraceFormatError as exc:
+        if exc.field is None:
+            fail(ValueError(str(exc)))
+        flag = ONE_JOB_FLAGS.get(exc.field, exc.field)
+        shown = "missing" if exc.value is MISSING else exc.value
+        fail(FlagError(f"{flag} {shown}: expected {exc.expected}"))
+    return submission(job, min(now, job.release))
 
 
 def _submissions(path: Path) -> list[JobSubmitted]:
@@ -118,73 +174,110 @@ async def _submit_and_wait(settings: Settings, submissions: list[JobSubmitted],
     return await await_answers(settings, submissions, placed, since, wait)
 
 
-def _stamped(settings: Settings, job_id: str, at: datetime | None) -> tuple[datetime, str]:
-    """The time of an event on ``job_id`` and where it comes from; exits with one line when the
-    service never had the job or ``at`` is before its submission."""
-    from datetime import UTC
-
-    from streams.contract import JobSubmitted
-    from streams.kafka.answers import last_epoch
+def _book(settings: Settings, every: bool) -> JobBook:
+    """What the service knows of its jobs: their submissions and the last epoch closed, and
+    when ``every`` job's state is wanted, the decisions and dead letters too."""
     from streams.kafka.topic_reader import read_topics
+    from streams.reports.job_book import BOOK_TYPES, JOB_TYPES, JobBook
 
-    async def find() -> tuple[JobSubmitted | None, datetime | None]:
-        submitted = None
-        async for _, event in read_topics(settings, [settings.topics.job_events],
-                                          ("job_submitted",)):
-            if isinstance(event, JobSubmitted) and event.job_id == job_id:
-                submitted = submitted or event
-        epoch = await last_epoch(settings) if at is None else None
-        return submitted, epoch.event_time if epoch is not None else None
+    topics = settings.topics
+    book = JobBook(topics.job_events)
 
-    submitted, service_time = run_on_broker(find())
-    if submitted is None:
-        fail(ValueError(f"job {job_id!r}: never submitted to {settings.topics.job_events} at "
-                        f"{settings.bootstrap_servers}; `spotsched jobs` lists the jobs"))
+    async def read() -> None:
+        async for _, event in read_topics(
+                settings, [topics.job_events, *([topics.decisions, topics.dead_letters]
+                                                if every else [])],
+                BOOK_TYPES if every else (*JOB_TYPES, "epoch_closed")):
+            book.add(event)
+
+    run_on_broker(read())
+    return book
+
+
+def stamp(at: datetime | None, service_time: datetime | None, submitted: datetime,
+          wall_clock: datetime) -> tuple[datetime, str]:
+    """The time of an event on a job submitted at ``submitted`` and where it comes from:
+    ``at``, else the service's time (the wall clock before any epoch), but not before the
+    submission; a ValueError for an ``at`` before it."""
     if at is not None:
-        if at < submitted.event_time:
-            fail(ValueError(f"--at {at.isoformat()}: expected a time at or after the job's "
-                            f"submission ({submitted.event_time.isoformat()})"))
+        if at < submitted:
+            raise ValueError(f"--at {at.isoformat()}: expected a time at or after the job's "
+                             f"submission ({submitted.isoformat()})")
         return at, "--at"
     if service_time is not None:
         when, source = service_time, "the service's time, its last epoch"
     else:
-        when, source = datetime.now(UTC), "the wall clock: no epoch closed yet"
-    if when < submitted.event_time:
-        return submitted.event_time, "the job's submission, later than the service's time"
+        when, source = wall_clock, "the wall clock: no epoch closed yet"
+    if when < submitted:
+        return submitted, "the job's submission, later than the service's time"
     return when, source
 
 
-def _job_event(settings: Settings, make: Callable[..., JobEvent], job_id: str, at: datetime | None,
-               verb: str, **fields: object) -> None:
-    """Publish one event on a job the service knows, stamped by :func:`_stamped`."""
+def _job_events(settings: Settings, make: Callable[..., JobEvent], job_ids: Sequence[str] | None,
+                at: datetime | None, verb: str, **fields: object) -> None:
+    """Publish one event on each of ``job_ids`` (``None``: every active job), all known to the
+    service, each stamped by :func:`stamp`; nothing is published when one is unknown or
+    cannot be stamped."""
+    from datetime import UTC
+
     from pydantic import ValidationError
 
     from streams.contract import describe_validation_error
 
-    when, source = _stamped(settings, job_id, at)
-    try:
-        event = make(event_time=when, job_id=job_id, **fields)
-    except ValidationError as exc:
-        fail(ValueError(describe_validation_error(exc)))
-    _publish(settings, [event])
-    console.print(f"{verb} {job_id} at {when:%Y-%m-%d %H:%M:%S} UTC ({source}); it takes "
-                  "effect at the first epoch at or after that time", highlight=False,
-                  soft_wrap=True)
+    book = _book(settings, job_ids is None)
+    if job_ids is None:
+        job_ids = [v.job_id for v in book.select(("pending", "waiting", "running"))
+                   if v.submitted is not None]
+        if not job_ids:
+            diagnostics.print("no active job: nothing to do", highlight=False)
+            return
+    unknown = [j for j in dict.fromkeys(job_ids)
+               if j not in book.jobs or book.jobs[j].submitted is None]
+    if unknown:
+        fail(ValueError(f"job {', '.join(map(repr, unknown))}: never submitted to "
+                        f"{settings.topics.job_events} at {settings.bootstrap_servers}; "
+                        "`spotsched jobs --all` lists the jobs"))
+    now = datetime.now(UTC)
+    events, lines = [], []
+    for job_id in dict.fromkeys(job_ids):
+        submitted = book.jobs[job_id].submitted
+        assert submitted is not None
+        try:
+            when, source = stamp(at, book.now, submitted.event_time, now)
+            events.append(make(event_time=when, job_id=job_id, **fields))
+        except ValidationError as exc:
+            fail(ValueError(describe_validation_error(exc)))
+        except ValueError as exc:
+            fail(exc)
+        lines.append(f"{verb} {job_id} at {when:%Y-%m-%d %H:%M:%S} UTC ({source}); it takes "
+                     "effect at the first epoch at or after that time")
+    _publish(settings, events)
+    for line in lines:
+        console.print(line, highlight=False, soft_wrap=True)
 
 
 @app.command()
 def cancel(
-    job_id: JobId,
+    job_ids: Annotated[list[str] | None, typer.Argument(
+        metavar="[JOB]...", help="The jobs' ids.", show_default=False)] = None,
+    every: Annotated[bool, typer.Option(
+        "--all", help="Every active job: pending, waiting or running.")] = False,
     reason: Annotated[str | None, typer.Option(help="Why.")] = None,
     at: At = None,
     bootstrap_servers: Broker = None,
 ) -> None:
-    """Cancel a job the service knows."""
+    """Cancel jobs the service knows.
+
+    Nothing is published when one of the jobs is unknown."""
     from streams.contract import JobCancelled
 
+    if bool(job_ids) == every:
+        fail(ValueError("cancel: expected job ids or --all, not "
+                        + ("both" if every else "neither")))
     settings = one_shot_settings(bootstrap_servers=bootstrap_servers)
     broker_logging()
-    _job_event(settings, JobCancelled, job_id, at, "cancelled", reason=reason)
+    _job_events(settings, JobCancelled, None if every else job_ids, at, "cancelled",
+                reason=reason)
 
 
 @app.command()
@@ -204,7 +297,7 @@ def progress(
 
     settings = one_shot_settings(bootstrap_servers=bootstrap_servers)
     broker_logging()
-    _job_event(settings, JobProgress, job_id, at, "progress of", work_done=work_done,
+    _job_events(settings, JobProgress, [job_id], at, "progress of", work_done=work_done,
                remaining_work=remaining)
 
 
@@ -219,4 +312,4 @@ def finish(
 
     settings = one_shot_settings(bootstrap_servers=bootstrap_servers)
     broker_logging()
-    _job_event(settings, JobFinished, job_id, at, "finished")
+    _job_events(settings, JobFinished, [job_id], at, "finished")

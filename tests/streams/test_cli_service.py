@@ -25,6 +25,13 @@ NOBODY = "127.0.0.1:1"
      "--wait -1.0: expected a number of seconds >= 0"),
     (["jobs", "--state", "runing"], "--state runing: expected one of pending, waiting, running"),
     (["dead-letters", "--since", "noon"], "--since noon: expected an ISO-8601 time"),
+    (["submit", "--id", "a", "--workload", "x", "--deadline", "2030-01-01T00:00:00Z"],
+     "--workload x: expected a finite number"),
+    (["submit", "--id", "a", "--workload", "1"], "--deadline missing: expected a value"),
+    (["submit"], "submit: expected a file of jobs or one job's --id, --workload and "
+     "--deadline, not neither"),
+    (["cancel"], "cancel: expected job ids or --all, not neither"),
+    (["cancel", "a", "--all"], "cancel: expected job ids or --all, not both"),
     (["dead-letters", "--limit", "-1"], "--limit -1: expected a non-negative integer"),
 ])
 def test_a_mistake_ends_in_one_line_naming_the_flag(args, message, monkeypatch):
@@ -52,7 +59,8 @@ def imported() -> None:
 
 
 @pytest.mark.parametrize("args", [
-    ["submit", "examples/demo-jobs.json"], ["cancel", "eval-sweep"], ["jobs"],
+    ["submit", "examples/demo-jobs.json"], ["cancel", "eval-sweep"], ["cancel", "--all"],
+    ["jobs"],
     ["dead-letters"], ["status"], ["decisions"],
     ["finish", "eval-sweep", "--at", "2023-03-08T12:00:00Z"],
 ])

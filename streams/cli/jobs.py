@@ -108,8 +108,11 @@ def submit(
                       "made of them", highlight=False, soft_wrap=True)
         return
     answers = run_on_broker(_submit_and_wait(settings, submissions, wait))
+    from streams.contract.printable import printable
+
     for answer in answers:
-        console.print(f"{answer.job_id}: {answer.text}", highlight=False, soft_wrap=True)
+        console.print(printable(f"{answer.job_id}: {answer.text}"), highlight=False,
+                      soft_wrap=True)
     rejected = sum(a.verdict == "rejected" for a in answers)
     console.print(f"{counted(len(answers), 'job')} submitted: {len(answers) - rejected} "
                   f"accepted or queued, {rejected} rejected", highlight=False)
@@ -259,7 +262,7 @@ def _job_events(settings: Settings, make: Callable[..., JobEvent], job_ids: Sequ
 @app.command()
 def cancel(
     job_ids: Annotated[list[str] | None, typer.Argument(
-        metavar="[JOB]...", help="The jobs' ids.", show_default=False)] = None,
+        metavar="JOB", help="The jobs' ids.", show_default=False)] = None,
     every: Annotated[bool, typer.Option(
         "--all", help="Every active job: pending, waiting or running.")] = False,
     reason: Annotated[str | None, typer.Option(help="Why.")] = None,

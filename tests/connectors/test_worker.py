@@ -45,7 +45,9 @@ def test_image_ids_apply_to_every_region_or_to_one():
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["nope"], "connector='nope': expected one of log, sim, aws"),
+    (["nope"], "No such command 'nope'"),
+    (["log", "--image-id", "ami-1"], "No such option: --image-id"),  # aws's, not log's
+    (["sim", "--json"], "No such option: --json"),
     (["aws"], "expected an AMI"),
     (["aws", "--image-id", "=ami-1"], "expected AMI or REGION=AMI"),
     (["aws", "--image-id", "ami-1", "--region", "us-east-1"],

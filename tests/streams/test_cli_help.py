@@ -29,7 +29,8 @@ def test_help_reads_at_80_columns(args):
     assert max(len(line) for line in text.splitlines()) <= 80
     _, _, commands = text.partition("\nCommands:")
     assert "..." not in commands  # no summary cut short
-    assert not re.search(r"<bool>|list\[|/--no-", text), text  # no --flag/--no-flag pairs
+    assert not re.search(r"<bool>|/--no-", text), text  # no --flag/--no-flag pairs
+    assert not re.search(r"^ +--\S+ <list\[", text, re.M), text  # an option names its value
 
 
 def test_a_flag_takes_no_value_and_an_option_names_what_it_takes():

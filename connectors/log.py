@@ -7,12 +7,13 @@ from typing import TextIO
 from connectors.base import Applied
 from solver.market import SECONDS_PER_HOUR
 from streams.contract import ProvisioningDecision, dump_event
+from streams.contract.printable import printable
 
 
 def describe(decision: ProvisioningDecision) -> str:
     """One line: when, which job, what to run where, at what expected cost, and why."""
     d = decision
-    return (f"{d.slot_start:%Y-%m-%dT%H:%M:%SZ} epoch={d.epoch} job={d.job_id} "
+    return printable(f"{d.slot_start:%Y-%m-%dT%H:%M:%SZ} epoch={d.epoch} job={d.job_id} "
             f"market={d.market} spot={d.spot} on-demand={d.on_demand} "
             f"cost=${d.expected_cost_usd:.2f} slack={d.slack_seconds / SECONDS_PER_HOUR:.1f}h "
             f"policy={d.policy} key={d.idempotency_key} {d.action}"

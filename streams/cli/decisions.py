@@ -28,6 +28,7 @@ def decisions(
     marked as a replay: connectors apply each key once. --json prints the events as they are,
     with their idempotency keys."""
     from streams.contract import ProvisioningDecision, dump_event
+    from streams.contract.printable import printable
     from streams.kafka.clients import read_decisions
     from streams.reports.decisions import REPLAY_MARK, SeenKeys, decisions_table
 
@@ -42,9 +43,10 @@ def decisions(
                 typer.echo(dump_event(d).decode())
             elif follow:
                 mark = f" {REPLAY_MARK} replay" if seen.replay(d) else ""
-                console.print(f"{d.slot_start:%Y-%m-%d %H:%M}{mark} {d.job_id} {d.market} "
-                              f"spot={d.spot} on-demand={d.on_demand} "
-                              f"${d.expected_cost_usd:.2f} [{d.planner or d.policy}] {d.reason}",
+                console.print(printable(
+                    f"{d.slot_start:%Y-%m-%d %H:%M}{mark} {d.job_id} {d.market} spot={d.spot} "
+                    f"on-demand={d.on_demand} ${d.expected_cost_usd:.2f} "
+                    f"[{d.planner or d.policy}] {d.reason}"),
                               highlight=False, markup=False, soft_wrap=True)
             else:
                 rows.append(d)

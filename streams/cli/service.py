@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
 if TYPE_CHECKING:
     from streams.contract import DeadLetter
@@ -19,6 +18,7 @@ from streams.cli.app import app
 from streams.cli.common import broker_logging, counted, one_shot_settings, run_on_broker
 from streams.cli.errors import console, diagnostics, fail
 from streams.cli.options import Broker, FlagError, non_negative, one_of
+from streams.contract.printable import printable
 from streams.reports.job_states import ACTIVE_STATES, STATES
 
 JsonLines = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
@@ -183,7 +183,7 @@ def _print_history(view: JobView, book: JobBook) -> None:
 
 def say(line: str) -> None:
     """One line of output, wrapped at the terminal's width, never cut."""
-    console.print(line, highlight=False, soft_wrap=True)
+    console.print(printable(line), highlight=False, soft_wrap=True)
 
 
 DEAD_LETTERS_SHOWN = 20
@@ -271,7 +271,7 @@ def dead_letters(
 
 
 def _print_summary(counts: list[ReasonCount], where: str) -> None:
-    from streams.reports.tables import add_key_column, add_number_columns, report_table
+    from streams.reports.tables import add_key_column, add_number_columns, cell, report_table
 
     table = report_table(f"{sum(c.count for c in counts):,} dead letters on {where} by reason "
                          "(times in UTC)")
@@ -280,8 +280,8 @@ def _print_summary(counts: list[ReasonCount], where: str) -> None:
         add_key_column(table, header)
     table.add_column("reason")
     for c in counts:
-        table.add_row(f"{c.count:,}", c.source_topic, c.error_type, shown(c.first),
-                      shown(c.last), escape(c.reason))
+        table.add_row(f"{c.count:,}", cell(c.source_topic), cell(c.error_type),
+                      shown(c.first), shown(c.last), cell(c.reason))
     console.print(table)
 
 

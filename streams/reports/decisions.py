@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from rich.console import Console
-from rich.markup import escape
 
 from solver.market import SECONDS_PER_HOUR
 from streams.contract import ProvisioningDecision
@@ -14,6 +13,7 @@ from streams.reports.tables import (
     ReportTable,
     add_key_column,
     add_number_columns,
+    cell,
     first_fitting,
     report_table,
 )
@@ -84,11 +84,11 @@ def _layout(decisions: Sequence[ProvisioningDecision], marks: Sequence[bool], ti
     table.add_column("reason", min_width=reason_width)
     for d, replay in zip(decisions, marks, strict=True):
         start = f"{d.slot_start:%Y-%m-%d %H:%M}" + (f" {REPLAY_MARK}" if replay else "")
-        job = escape(d.job_id)
+        job = cell(d.job_id)
         when = [f"{start}\n  {job}"] if job_under_time else [start, job]
         market = numbers[d.market] if numbers else d.market
-        table.add_row(*when, escape(market), str(d.spot), str(d.on_demand),
+        table.add_row(*when, cell(market), str(d.spot), str(d.on_demand),
                       f"{d.expected_cost_usd:.2f}", f"{d.slack_seconds / SECONDS_PER_HOUR:.1f}",
-                      *([escape(d.policy)] if by_policy else []), escape(d.planner or "-"),
-                      escape(d.reason))
+                      *([cell(d.policy)] if by_policy else []), cell(d.planner or "-"),
+                      cell(d.reason))
     return table

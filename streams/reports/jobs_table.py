@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from rich.console import Console
-from rich.markup import escape
 
 from streams.reports.job_book import JobBook, JobView
 from streams.reports.tables import (
     ReportTable,
     add_key_column,
     add_number_columns,
+    cell,
     first_fitting,
     report_table,
 )
@@ -84,7 +84,7 @@ def _layout(book: JobBook, views: Sequence[JobView], title: str,
         deadlines = ((job.soft_deadline, job.hard_deadline) if job is not None and with_deadlines
                      else (None, None))
         table.add_row(
-            escape(view.job_id), view.state, escape(market),
+            cell(view.job_id), view.state, cell(market),
             f"{running.spot}+{running.on_demand}" if running else "-",
             f"{100 * done / job.workload:.0f}%" if job is not None else "-",
             usd(view.cost_usd), usd(view.utility_usd(now)), str(view.restarts),

@@ -57,3 +57,56 @@ def test_results_page_renders_an_evaluation_with_its_stamp() -> None:
     assert "| planner | perfect | learned point | learned dist. |" in page
     assert "| chc | 38.00 (0) | 45.50 (0) | 41.25 (0) |" in page
     assert run.command(2) == ["evaluate", "--scenario", "multi-region", "--windows", "2"]
+
+
+def _section(heading: str) -> str:
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index(heading)
+    end = readme.find("\n## ", start + len(heading))
+    return readme[start:end if end > 0 else None]
+
+
+def _kafka_block() -> list[str]:
+    block = re.search(r"```bash\n(.*?)```", _section("## Running on Kafka"), re.S)
+    assert block is not None
+    return block.group(1).splitlines()
+
+
+def test_readme_names_the_extras_the_test_command_installs() -> None:
+    install = (ROOT / "deploy" / "install-test-deps.sh").read_text()
+    extras = re.search(r"-e '\.\[([\w,]+)\]'", install)
+    assert extras is not None, install
+    said = " ".join(_section("## Development").split())
+    named = " and ".join(f"`{e}`" for e in extras.group(1).split(","))
+    assert f"`bash deploy/test.sh` installs the project with its {named} extras" in said
+
+
+def test_readme_exit_statuses_are_the_commands() -> None:
+    from streams.cli.errors import ExitCode
+
+    said = " ".join(_section("## Exit status").split())
+    assert [int(code) for code in ExitCode] == [0, 1, 2, 3]
+    for phrase in ("0 when it did what it was asked", "1 when the service rejected it",
+                   "2 on bad input", "3 when the broker cannot be reached",
+                   "errors, progress and what a command says about its own work go to "
+                   "standard error"):
+        assert phrase in said, phrase
+
+
+def test_the_kafka_walkthrough_serves_metrics_stops_its_broker_and_feeds_no_live_prices() -> None:
+    lines = _kafka_block()
+    worker = next(line for line in lines if line.startswith("spotsched worker"))
+    assert "--metrics-port" in worker
+    broker = next(line for line in lines if line.startswith("spotsched dev kafka"))
+    assert broker.split("#")[0].rstrip().endswith("&") and "kill %1" in broker
+    assert not [line for line in lines if line.startswith("spotsched feed")]
+    live = _section("### Live prices")
+    assert "spotsched feed aws" in live and "topics of their own" in live
+
+
+def test_readme_says_how_the_demo_marks_the_recommended_policy() -> None:
+    from solver.policies.spec import RECOMMENDED
+    from streams.reports.replay import RECOMMENDED_MARK
+
+    said = " ".join((ROOT / "README.md").read_text().split())
+    assert f"the recommended policy, `{RECOMMENDED}`, is marked `{RECOMMENDED_MARK}`" in said

@@ -7,6 +7,7 @@ configuration live in ``deploy/kafka/`` of the checkout this package was install
 from __future__ import annotations
 
 import importlib.util
+import signal
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -51,6 +52,9 @@ def dev_kafka(
         devkafka = load_devkafka()
     except ValueError as exc:
         fail(exc, ExitCode.REJECTED)
+    # Started with `&` from a script, the process inherits SIGINT ignored: `kill -INT` and
+    # `kill %1` (SIGTERM, which serve handles) both stop it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         devkafka.serve(port, data_dir)
     except devkafka.DevKafkaError as exc:

@@ -153,14 +153,15 @@ class ConnectorRuntime:
                                    self.settings, f"connector {self.connector.name} committing")
 
     async def _claim_records(self) -> None:
-        """Make the records those of the decisions topic's cluster and topic id."""
+        """Make the records those of the decisions topic's cluster and topic id; one line
+        names those made elsewhere and set aside."""
         origin = await decisions_origin(self.settings)
-        for record in self.records:
-            moved = record.claim(str(origin))
-            if moved is not None:
-                made_on, aside = moved
-                log.warning("%s was made on %s, not on %s: set aside as %s", record.path,
-                            made_on, origin, aside.name)
+        moved = [(record, claim) for record in self.records
+                 if (claim := record.claim(str(origin))) is not None]
+        if moved:
+            log.warning("records not made on %s set aside: %s", origin, "; ".join(
+                f"{record.path} (made on {made_on}) as {aside.name}"
+                for record, (made_on, aside) in moved))
         self._claimed = True
 
     async def _handle(self, message: ConsumerRecord, stop: asyncio.Event) -> None:

@@ -182,8 +182,9 @@ def _print_history(view: JobView, book: JobBook) -> None:
 
 
 def say(line: str) -> None:
-    """One line of output, wrapped at the terminal's width, never cut."""
-    console.print(printable(line), highlight=False, soft_wrap=True)
+    """One line of output, wrapped at the terminal's width, never cut, printed as it is (a
+    ``[...]`` in a reason or a planner is text, not markup)."""
+    console.print(printable(line), highlight=False, markup=False, soft_wrap=True)
 
 
 DEAD_LETTERS_SHOWN = 20

@@ -101,12 +101,12 @@ def _answer(book: JobBook, submission: JobSubmitted, read: bool, last: EpochClos
     if view is not None and view.decisions:
         first = view.decisions[min(view.decisions)]
         now = f"{view.state}" + (f" ({view.detail})" if view.detail else "")
-        return Answer(job_id, "decided", f"accepted at epoch {first.epoch} "
-                      f"({first.slot_start:%Y-%m-%d %H:%M} UTC); {now}")
+        return Answer(job_id, "decided", f"accepted at the epoch of "
+                      f"{first.slot_start:%Y-%m-%d %H:%M} UTC; {now}")
     if view is not None and view.rejection is not None:
         return Answer(job_id, "rejected", f"rejected: {view.rejection.reason}")
     service = ("no epoch closed yet" if last is None else
-               f"the last epoch closed is {last.epoch} at {last.event_time:%Y-%m-%d %H:%M} UTC")
+               f"the last epoch closed at {last.event_time:%Y-%m-%d %H:%M} UTC")
     if read and last is not None and last.event_time >= submission.event_time:
         return Answer(job_id, "queued", f"queued: decided at the next epoch; {service}")
     if read:

@@ -8,9 +8,15 @@ import json
 
 import pytest
 
+from solver.market import build_market_data
+from solver.policies import make_policy
+from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from streams.contract import DeadLetter, EventError, JobSubmitted, parse_event
 from streams.contract.fields import MAX_MARKET_PATTERNS
 from streams.contract.printable import printable
+from streams.pipeline import PartitionScheduler
+from streams.pipeline.driver import Driver, dead_letter
+from streams.pipeline.stage import Message
 
 MARKET = "aws/us-east-1/us-east-1a/p3.2xlarge"
 JOB = {"type": "job_submitted", "event_time": "2024-05-01T12:00:00Z", "job_id": "llama-ft",
@@ -109,3 +115,17 @@ def test_a_dead_letters_reason_is_escaped():
     letter = DeadLetter.from_raw(b"{}", ValueError("bad\nINFO forged line\x1b[2J"),
                                  source_topic="t", event_time=1e9)
     assert letter.reason == "bad\\nINFO forged line\\x1b[2J"
+
+
+@pytest.mark.parametrize("job_id", ["*", "?", "\\", "job\n\x1b[2J"])
+def test_a_job_submitted_with_an_unsafe_id_is_dead_lettered_by_the_scheduler(job_id):
+    data = build_market_data(synthetic_ticks(SyntheticMarketSpec(seed=1, n_markets=1,
+                                                                 days=1)), 3600.0)
+    driver = Driver(PartitionScheduler(data.markets, 3600.0, lambda: make_policy("greedy")))
+    raw = json.dumps({**JOB, "job_id": job_id}).encode()
+    handling = driver.process(Message("job-events", raw, job_id.encode(), 0, 7, 1.7e9))
+    [rejection] = handling.rejections
+    letter = dead_letter(rejection)
+    assert letter.original() == raw and letter.offset == 7
+    assert letter.reason.startswith(f"JobSubmitted.job_id = {job_id!r}: expected a job id")
+    assert letter.reason.isprintable()

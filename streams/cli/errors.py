@@ -65,9 +65,9 @@ def writing() -> Iterator[None]:
 
 
 def wrote(*paths: object) -> None:
-    """Tell the user about each file a command wrote."""
+    """Tell the user, on standard error, about each file a command wrote."""
     for path in paths:
-        console.print(f"wrote {path}", highlight=False, soft_wrap=True)
+        diagnostics.print(f"wrote {path}", highlight=False, soft_wrap=True)
 
 
 class OneLineErrors(TyperGroup):

@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,14 @@ from tests.traces_dir import REPO_ROOT, needs_traces
 pytestmark = [pytest.mark.kafka, pytest.mark.slow, needs_traces]
 
 FINAL = {"finished", "missed", "cancelled", "failed", "rejected"}
+README_METRICS_PORT = "9100"
+"""The worker's metrics port in the README; a free one in the test."""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def walkthrough() -> list[tuple[list[str], bool, str | None]]:
@@ -50,12 +60,15 @@ class Walkthrough:
         (self.cwd / "examples").symlink_to(REPO_ROOT / "examples")
         (tmp_path / "shared").symlink_to((REPO_ROOT / ".." / "shared").resolve())
         self.env = {**pipeline.env(), "SPOTSCHED_DATA_DIR": str(tmp_path / "state")}
+        self.metrics_port = free_port()
         self.background: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
 
     def words(self, words: list[str]) -> list[str]:
         """``spotsched ...`` as this interpreter runs it, on the fixture's broker."""
         assert words[0] == "spotsched", words
-        args = [self.pipeline.bootstrap if w == "127.0.0.1:9092" else w for w in words[1:]]
+        ours = {"127.0.0.1:9092": self.pipeline.bootstrap,
+                README_METRICS_PORT: str(self.metrics_port)}
+        args = [ours.get(w, w) for w in words[1:]]
         return [sys.executable, "-m", "streams", *args]
 
     def run(self, words: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -83,7 +96,7 @@ class Walkthrough:
         raise AssertionError(f"{text!r} not in the log of {name}:\n{self.log(name)[-3000:]}")
 
     def jobs(self) -> dict[str, dict]:
-        done = self.run(["spotsched", "jobs", "--json"])
+        done = self.run(["spotsched", "jobs", "--all", "--json"])
         assert done.returncode == 0, done.stderr
         return {job["job_id"]: job for job in json.loads(done.stdout)}
 
@@ -118,7 +131,7 @@ def test_the_readme_kafka_walkthrough_works_as_written(walk):
             if words[1] == "worker":
                 walk.wait_in_log(step, "Worker ready")
             continue
-        if words[1] == "jobs" and len(words) == 2:  # the replay is in; wait for its decisions
+        if words[1:] == ["jobs", "--all"]:  # the replay is in; wait for its decisions
             deadline = time.monotonic() + 600
             while not all(walk.jobs().get(j, {}).get("state") in FINAL for j in demo_ids):
                 assert time.monotonic() < deadline, walk.jobs()
@@ -152,15 +165,22 @@ def test_the_readme_kafka_walkthrough_works_as_written(walk):
         assert jobs[job_id]["state"] in {"finished", "missed"}, jobs[job_id]
         assert jobs[job_id]["first_epoch"] is not None and jobs[job_id]["cost_usd"] > 0
     assert len([j for j in jobs if j.startswith("job-")]) == 20
-    table = outputs["jobs"]
+    table = outputs["jobs --all"]
     assert "gemma-2b-sft" in table and "rejected" in table and "cancelled" in table
+    assert re.search(r"^job-\S+ +(finished|missed) .*\b(met|missed)\b.*\b(met|missed)\s*$",
+                     table, re.MULTILINE), table  # each deadline, met or missed, on the row
     history = outputs["jobs eval-sweep"]
     assert history.startswith("eval-sweep: cancelled") and "release (cancelled)" in history
-    letters = outputs["dead-letters"]
-    assert "gemma-2b-sft" in letters and "allowed_markets" in letters, letters
+    letters = outputs["dead-letters --summary"]
+    assert "allowed_markets" in letters and "expected markets of the catalogue" in letters
     status = outputs["status"]
-    assert "workers alive: 1" in status and re.search(r"last epoch closed: \d+ at 2023-", status)
+    assert "workers alive: 1 (spotsched-worker-" in status
+    assert re.search(r"last epoch closed: 2023-", status), status
     assert "release" in outputs["decisions"] and "risk-aware" in outputs["decisions"]
+    assert "planner" in outputs["decisions"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{walk.metrics_port}/metrics") as answer:
+        metrics = answer.read().decode()
+    assert 'spotsched_build_info{component="worker"' in metrics and "_created" not in metrics
 
     # the connectors apply the decisions: the log prints them, the sim on the replay's market
     walk.wait_in_log("connector log", "job=llama-8b-sft")
@@ -173,19 +193,19 @@ def _what_the_walkthrough_does_not_show(walk: Walkthrough, commands: list[list[s
     """A second replay, a sim without the trace, a connector reset, an unknown job."""
     replay = next(w for w in commands if w[1] == "replay")
     again = walk.run(replay)
-    assert again.returncode == 2 and "already holds ticks up to 2023-" in again.stdout, again
+    assert again.returncode == 2 and "already holds ticks up to 2023-" in again.stderr, again
 
     group = f"{walk.env['SPOTSCHED_APP_ID']}-no-trace"
     lost = walk.run(["spotsched", "connector", "sim", "--group", group], timeout=300)
     assert lost.returncode == 2, lost.stdout + lost.stderr
-    assert "--trace FILE" in lost.stdout and "Traceback" not in lost.stderr
+    assert "--trace FILE" in lost.stderr and "Traceback" not in lost.stderr
     status = walk.run(["spotsched", "status"]).stdout
     assert not [line for line in status.splitlines()  # nothing committed: no lag to show
                 if group in line and "decisions" in line], status
 
     sim = next(w for w in commands if w[1:3] == ["connector", "sim"])
     busy = walk.run([*sim, "--reset"])
-    assert busy.returncode == 2 and "live member" in busy.stdout, busy.stdout
+    assert busy.returncode == 2 and "live member" in busy.stderr, busy.stderr
     applied = walk.log("connector sim").count("applied ")
     process, _ = walk.background.pop("connector sim")
     process.terminate()
@@ -200,4 +220,5 @@ def _what_the_walkthrough_does_not_show(walk: Walkthrough, commands: list[list[s
 
     unknown = walk.run(["spotsched", "cancel", "no-such-job"])
     assert unknown.returncode == 2
-    assert unknown.stdout.startswith("error: job 'no-such-job': never submitted")
+    assert unknown.stderr.startswith("error: job 'no-such-job': never submitted")
+    assert unknown.stdout == ""

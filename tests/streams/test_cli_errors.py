@@ -157,7 +157,8 @@ def test_output_folders_are_created_and_every_written_file_named(tmp_path, place
     result = runner.invoke(app, ["replay", "--n-jobs", "2", "--policy", "greedy", "--decisions",
                                  str(decisions), "--report", str(report)])
     assert result.exit_code == 0, result.output
-    written = [line for line in result.output.splitlines() if line.startswith("wrote ")]
+    written = [line for line in result.stderr.splitlines() if line.startswith("wrote ")]
+    assert "wrote " not in result.stdout  # a diagnostic, not the command's result
     assert written == [f"wrote {decisions}", f"wrote {report / 'report.json'}",
                        f"wrote {report / 'replay.png'}"]
     assert decisions.stat().st_size > 0

@@ -14,7 +14,7 @@ rounded up and upper bounds down. The objective stays in floating point.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -51,11 +51,13 @@ class SolverLimits:
 
 @dataclass(frozen=True)
 class Solution:
-    """Variable values, the objective they reach and whether optimality was proven."""
+    """Variable values, the objective they reach, whether optimality was proven, and the
+    solver's proven upper bound on the objective (``inf`` when it proved none)."""
 
     values: np.ndarray
     objective: float
     optimal: bool
+    bound: float = math.inf
 
 
 DEFAULT_LIMITS = SolverLimits()
@@ -79,6 +81,13 @@ def solve_program(
     if backend == "cp-sat":
         return _solve_cp_sat(program, limits, hint or {}, steps or {})
     raise ValueError(f"backend={backend!r}: expected one of {', '.join(BACKENDS)}")
+
+
+def relaxation_bound(program: LinearProgram) -> float:
+    """The optimum of ``program`` with integrality dropped (HiGHS's simplex): an upper bound on
+    the optimum of ``program``."""
+    relaxed = replace(program, integer=[False] * program.n_vars)
+    return _solve_highs(relaxed, DEFAULT_LIMITS, {}).objective
 
 
 def _solve_highs(program: LinearProgram, limits: SolverLimits, hint: dict[int, float]) -> Solution:
@@ -121,7 +130,9 @@ def _solve_highs(program: LinearProgram, limits: SolverLimits, hint: dict[int, f
         raise NoSolutionError(f"HiGHS found no solution: {result.termination}")
     values = np.array(result.variable_values(variables), dtype=float)
     optimal = result.termination.reason == mathopt.TerminationReason.OPTIMAL
-    return Solution(values, program.value(values), optimal)
+    objective = program.value(values)
+    bound = result.termination.objective_bounds.dual_bound
+    return Solution(values, objective, optimal, _proven(bound, objective))
 
 
 def _solve_cp_sat(
@@ -159,7 +170,15 @@ def _solve_cp_sat(
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         raise NoSolutionError(f"CP-SAT found no solution: {solver.status_name(status)}")
     values = np.array([solver.value(x) for x in variables], dtype=float) * scale
-    return Solution(values, program.value(values), status == cp_model.OPTIMAL)
+    objective = program.value(values)
+    bound = solver.best_objective_bound + program.offset
+    return Solution(values, objective, status == cp_model.OPTIMAL, _proven(bound, objective))
+
+
+def _proven(bound: float, objective: float) -> float:
+    """The solver's bound, no lower than the objective it reached (a bound within the
+    solver's tolerances of it may fall a rounding error short)."""
+    return max(bound, objective) if math.isfinite(bound) else math.inf
 
 
 def _integer_factor(coefs: np.ndarray) -> float:

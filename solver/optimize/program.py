@@ -87,15 +87,17 @@ class ScheduleProgram:
     jobs: tuple[_JobVars, ...]
     steps: dict[int, float]
 
-    def plan(self, values: np.ndarray, method: str, optimal: bool) -> Plan:
-        """Allocations read from a solution; slots are those of the program's market data."""
+    def plan(self, values: np.ndarray, method: str, optimal: bool, gap: float = 0.0) -> Plan:
+        """Allocations read from a solution (``gap``: its solver's proven bound less its
+        objective); slots are those of the program's market data."""
         slots: dict[int, dict[str, Allocation]] = {}
         for jv in self.jobs:
             for t in jv.slots:
                 for config, y in jv.run[t].items():
                     if values[y] > 0.5:
                         slots.setdefault(t, {})[jv.view.id] = config
-        return Plan(dict(sorted(slots.items())), self.program.value(values), method, optimal)
+        return Plan(dict(sorted(slots.items())), self.program.value(values), method, optimal,
+                    gap)
 
     def hint(self, plan: Plan, shift: int = 0) -> dict[int, float]:
         """Configuration variables set from ``plan`` read ``shift`` slots later (the previous

@@ -15,19 +15,22 @@ from solver.market import MarketData
 from solver.migration import DEFAULT_MIGRATION, MigrationTable
 from solver.observation import Decision, Observation
 from solver.optimize.backends import DEFAULT_LIMITS, Backend, SolverLimits
-from solver.optimize.offline import Method, solve_offline
+from solver.optimize.offline import DEFAULT_TIME_LIMIT, Method, solve_offline
 from solver.optimize.plan import Plan
 
 
 class Optimum:
     """Replays :func:`~solver.optimize.offline.solve_offline`'s plan for ``jobs`` on ``data``
-    (moves priced by ``migration``: replay it with the same table).
+    (moves priced by ``migration``: replay it with the same table); ``time_limit`` is the
+    deterministic seconds of search each group of competing jobs gets (``plan.gap`` says how
+    far from the best its plan may be).
 
     A job still active after its last planned slot (a sliver of work left by floating-point
     rounding) keeps its last planned allocation.
     """
 
     name = "optimum"
+    PARAMETERS: ClassVar[dict[str, type]] = {"time_limit": float}
     CONTEXT: ClassVar[tuple[str, ...]] = ("data", "jobs", "method", "backend", "limits",
                                           "migration")
 
@@ -39,9 +42,11 @@ class Optimum:
         backend: Backend = "highs",
         limits: SolverLimits = DEFAULT_LIMITS,
         migration: MigrationTable = DEFAULT_MIGRATION,
+        time_limit: float = DEFAULT_TIME_LIMIT,
     ) -> None:
         self.data = data
-        self.plan: Plan = solve_offline(data, jobs, method, backend, limits, migration)
+        self.plan: Plan = solve_offline(data, jobs, method, backend, limits, migration,
+                                        time_limit)
         self._last: dict[str, tuple[int, Allocation]] = {}
         for t, allocations in self.plan.slots.items():
             for job_id, allocation in allocations.items():

@@ -111,7 +111,7 @@ def test_the_exact_program_applies_to_one_job_at_a_fixed_count_only():
     assert not exact_dp_applies([job("a", soft=4 * HOUR), job("b", soft=4 * HOUR)], data)
     with pytest.raises(ValueError, match="n_min == n_max"):
         solve_single_job(data, job(soft=4 * HOUR, n_max=2))
-    with pytest.raises(ValueError, match="method='dp' with 2 jobs"):
+    with pytest.raises(ValueError, match=r"method='dp' with jobs \['a', 'b'\] competing"):
         solve_offline(data, [job("a", soft=4 * HOUR), job("b", soft=4 * HOUR)], method="dp")
     with pytest.raises(ValueError, match="method='best'"):
         solve_offline(data, [job(soft=4 * HOUR)], method="best")

@@ -162,7 +162,8 @@ def test_an_unreachable_ec2_endpoint_ends_in_one_error_line(pipeline, aws_creden
     failed = feed(pipeline, f"http://127.0.0.1:{port}", "--max-attempts", "2")
     assert failed.returncode == 1
     assert "Traceback" not in failed.stdout + failed.stderr
-    message = " ".join(failed.stdout.split())
+    assert failed.stdout == ""  # the error goes to standard error, after the retries' warnings
+    message = " ".join(failed.stderr.strip().splitlines()[-1].split())
     assert message == (
         "error: aws spot price history failed 2 times, giving up; last: EC2 "
         f"DescribeSpotPriceHistory in us-east-1: cannot reach http://127.0.0.1:{port} "

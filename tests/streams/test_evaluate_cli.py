@@ -116,7 +116,7 @@ def test_evaluate_multi_region_on_chosen_zones_and_windows(tmp_path):
     (["--forecast", "orcale"], "--forecast orcale: expected one of distribution, point, "
                                "oracle (did you mean 'oracle'?)"),
     (["--scenario", "cantbelate"], "--scenario cantbelate: expected one of cant-be-late, "
-                                   "multi-region, fine-tune, scarce (did you mean "
+                                   "multi-region, fine-tune, scarce, shapes (did you mean "
                                    "'cant-be-late'?)"),
     (["--executor", "rey"], "--executor rey: expected one of local, ray (did you mean 'ray'?)"),
     (["--policy", "chc:window_hours=0"], "window_hours=0.0: expected a positive duration"),

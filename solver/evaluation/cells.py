@@ -116,7 +116,7 @@ def play_cell(cell: Cell, episodes: Sequence[Episode], seed: int,
         return CellResult(tuple(played), learning=Learning.of(selector))
     (episode,) = episodes
     if spec.name == "optimum":
-        optimal, unproven = play_optimum(episode, settings)
+        optimal, unproven = play_optimum(episode, settings, spec)
         return CellResult(tuple(optimal), unproven)
     return CellResult(tuple(play(spec, episode, settings)))
 

@@ -11,6 +11,7 @@ from solver.market import MarketData
 from solver.migration import DEFAULT_MIGRATION, MigrationTable
 from solver.policies import HINDSIGHT, PolicySpec, check_spec, make_policy
 from solver.policies.baselines import OnDemandOnly
+from solver.policies.optimum import Optimum
 from solver.policies.protocol import Policy
 from solver.simulator import SimulationResult, simulate_partitioned, tape
 
@@ -19,7 +20,9 @@ from solver.simulator import SimulationResult, simulate_partitioned, tape
 class PolicySummary:
     """Totals of one policy over a workload; ``cost_vs_on_demand`` is its bill divided by the
     on-demand-only bill for the same jobs; ``migrations`` and ``egress_usd`` (in the cost)
-    count the moves of the jobs' checkpoints."""
+    count the moves of the jobs' checkpoints; ``gap_usd``, for a hindsight plan, how much more
+    utility its program could at most reach, as its solver proved (0 when proven optimal,
+    ``None`` for an online policy)."""
 
     policy: str
     jobs: int
@@ -35,12 +38,14 @@ class PolicySummary:
     restarts: int
     migrations: int = 0
     egress_usd: float = 0.0
+    gap_usd: float | None = None
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
-def summarize(result: SimulationResult, on_demand_cost: float | None) -> PolicySummary:
+def summarize(result: SimulationResult, on_demand_cost: float | None,
+              gap_usd: float | None = None) -> PolicySummary:
     jobs = result.jobs
     n = len(jobs)
     cost = result.total_cost
@@ -59,6 +64,7 @@ def summarize(result: SimulationResult, on_demand_cost: float | None) -> PolicyS
         restarts=sum(j.restarts for j in jobs),
         migrations=result.total_migrations,
         egress_usd=result.total_egress_usd,
+        gap_usd=gap_usd,
     )
 
 
@@ -82,10 +88,15 @@ def compare_policies(
     if duplicates:
         raise ValueError(f"policies: {duplicates} named more than once")
 
+    gaps: dict[str, float] = {}
+
     def build(spec: PolicySpec) -> Policy:
-        hindsight = {"data": data, "jobs": list(jobs), "migration": migration} \
-            if spec.name in HINDSIGHT else {}
-        return make_policy(spec, **hindsight)
+        if spec.name not in HINDSIGHT:
+            return make_policy(spec)
+        policy = make_policy(spec, data=data, jobs=list(jobs), migration=migration)
+        if isinstance(policy, Optimum):
+            gaps[str(spec)] = gaps.get(str(spec), 0.0) + policy.plan.gap
+        return policy
 
     outlooks = tape(data)
     results = [
@@ -97,5 +108,5 @@ def compare_policies(
     if reference is None:
         reference = simulate_partitioned(data, jobs, OnDemandOnly, partition_of,
                                          migration=migration)
-    summaries = [summarize(r, reference.total_cost) for r in results]
+    summaries = [summarize(r, reference.total_cost, gaps.get(r.policy)) for r in results]
     return results, summaries

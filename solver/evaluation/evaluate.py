@@ -25,9 +25,11 @@ import numpy as np
 from solver.choices import one_of
 from solver.evaluation.scenarios import Episode
 from solver.experts import RegretTrace
-from solver.job import Job, JobResult
+from solver.job import JobResult
 from solver.market import MarketData
 from solver.optimize.backends import SolverLimits
+from solver.optimize.competition import competing_groups
+from solver.optimize.offline import DEFAULT_TIME_LIMIT
 from solver.policies import POLICIES, PolicySpec, check_spec, make_policy
 from solver.policies.forecast_error import ForecastErrorMonitor
 from solver.policies.forecast_sources import (
@@ -170,15 +172,18 @@ def play(spec: PolicySpec, episode: Episode, settings: EvaluationSettings,
     return list(result.jobs)
 
 
-def play_optimum(episode: Episode, settings: EvaluationSettings) -> tuple[list[JobResult], int]:
-    """The hindsight optimum over one episode, one plan per group of competing jobs, and how
-    many of its jobs are in a plan whose search a solver limit stopped (not proven optimal)."""
+def play_optimum(episode: Episode, settings: EvaluationSettings,
+                 spec: PolicySpec) -> tuple[list[JobResult], int]:
+    """The hindsight optimum (``spec``: its ``time_limit``) over one episode, one plan per
+    group of jobs that compete for capacity, and how many of its jobs are in a plan not proven
+    optimal (a search limit stopped it)."""
     data, jobs = episode.data, list(episode.jobs)
     results: dict[str, JobResult] = {}
     unproven = 0
     for group in competing_groups(jobs, data):
         policy = Optimum(data, group, limits=settings.optimum_limits,
-                         migration=episode.migration)
+                         migration=episode.migration,
+                         time_limit=float(spec.kwargs.get("time_limit", DEFAULT_TIME_LIMIT)))
         results.update((r.job_id, r) for r in simulate(data, group, policy,
                                                        migration=episode.migration).jobs)
         unproven += 0 if policy.plan.optimal else len(group)
@@ -204,19 +209,6 @@ def as_played(spec: PolicySpec, settings: EvaluationSettings) -> PolicySpec:
     if "forecast" in params and "forecast" not in spec.kwargs:
         return PolicySpec(spec.name, (*spec.params, ("forecast", settings.forecast)))
     return spec
-
-
-def competing_groups(jobs: list[Job], data: MarketData) -> list[list[Job]]:
-    """Jobs split into the smallest groups that share no market: only jobs in one group can
-    compete for capacity, so each group is planned on its own."""
-    groups: list[tuple[list[Job], set[str]]] = []
-    for job in jobs:
-        markets = set(job.allowed_markets) if job.allowed_markets is not None else set(data.index)
-        touching = [g for g in groups if g[1] & markets]
-        merged = ([j for g in touching for j in g[0]] + [job],
-                  markets.union(*(g[1] for g in touching)))
-        groups = [g for g in groups if not g[1] & markets] + [merged]
-    return [sorted(members, key=jobs.index) for members, _ in groups]
 
 
 def play_selection(spec: PolicySpec, episodes: Sequence[Episode], seed: int,

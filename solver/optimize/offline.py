@@ -20,7 +20,7 @@ from solver.simulator import validate_jobs
 Method = Literal["auto", "dp", "program"]
 METHODS: tuple[Method, ...] = ("auto", "dp", "program")
 
-DEFAULT_TIME_LIMIT = 1.0
+DEFAULT_TIME_LIMIT = 0.5
 """Deterministic seconds (CP-SAT's work counter, not the clock) of search for each group of
 competing jobs, past their sequential plan."""
 

@@ -124,7 +124,13 @@ def replay(
 
     In-process through the simulator (no broker needed), or into Kafka with
     --bootstrap-servers for the workers to schedule."""
-    from streams.reports.replay import jobs_table, summary_table, write_decisions, write_report
+    from streams.reports.replay import (
+        hindsight_notes,
+        jobs_table,
+        summary_table,
+        write_decisions,
+        write_report,
+    )
 
     policy = policy or list(DEFAULT_POLICIES)
     ticks, source = market_ticks(trace or [], seed, synthetic_markets, days, on_demand_price,
@@ -138,6 +144,8 @@ def replay(
     console.print(summary_table(summaries, f"{len(workload)} jobs on {source}: "
                                 f"{len(data.markets)} markets × {data.n_slots} slots of "
                                 f"{data.slot_seconds:g} s"))
+    for note in hindsight_notes(summaries):
+        console.print(note, highlight=False)
     if per_job:
         console.print(jobs_table(results))
     with writing():

@@ -55,6 +55,24 @@ def summary_table(summaries: Sequence[PolicySummary], title: str) -> Table:
     return table
 
 
+def hindsight_notes(summaries: Sequence[PolicySummary]) -> list[str]:
+    """A line per hindsight plan: proven optimal, or how much more utility the best plan could
+    have (the plan found when a search limit stopped it)."""
+    notes = []
+    for s in summaries:
+        if s.gap_usd is None:
+            continue
+        if s.gap_usd == 0:
+            notes.append(f"{s.policy}: proven optimal")
+        elif math.isfinite(s.gap_usd):
+            notes.append(f"{s.policy}: the best plan found within its search limit; the optimum's "
+                         f"utility is at most {s.gap_usd:,.2f} USD higher")
+        else:
+            notes.append(f"{s.policy}: the best plan found within its search limit; no bound on "
+                         "the optimum's utility was proven")
+    return notes
+
+
 def jobs_table(results: Sequence[SimulationResult]) -> Table:
     """Every job's outcome under every policy, a section per policy: restarts, refusals,
     preemptions, cost, finish time (UTC, to the minute) and which deadline it met (``soft``,

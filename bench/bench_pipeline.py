@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -73,7 +74,8 @@ def settings_for(bootstrap: str, workdir: Path, catalogue_json: str,
     topics = Topics(**{name: f"bench-{tag}.{name}" for name in Topics.model_fields})
     return Settings(**{"bootstrap_servers": bootstrap, "topics": topics,
                        "markets_file": markets_file, "app_id": f"bench-{tag}",
-                       "policy": "greedy", "market_partitions": 2, **options})
+                       "policy": "greedy", "market_partitions": 2,
+                       "snapshot_key": secrets.token_hex(32), **options})
 
 
 def start_worker(settings: Settings, workdir: Path, name: str | None = None,
@@ -87,6 +89,8 @@ def start_worker(settings: Settings, workdir: Path, name: str | None = None,
                 "PYTHONPATH": str(REPO)})
     for field in Topics.model_fields:
         env[f"SPOTSCHED_TOPICS__{field.upper()}"] = getattr(settings.topics, field)
+    if settings.snapshot_key is not None:
+        env[env_name("snapshot_key")] = settings.snapshot_key.get_secret_value()
     env.update({env_name(field): str(value) for field, value in options.items()})
     name = name or settings.app_id
     log = (workdir / f"{name}.log").open("wb")

@@ -69,7 +69,7 @@ from streams.kafka.state import KafkaState
 from streams.kafka.topics import ensure_topics
 from streams.pipeline import decision_rows
 from streams.pipeline.declaration import PIPELINE, PipelineConfig
-from streams.pipeline.snapshot import pickle_state, restore, seal
+from streams.pipeline.snapshot import SnapshotKeys, pickle_state, restore, seal
 from streams.replay import trace_events
 from streams.runners.memory import MemoryPipeline, run_in_memory
 from streams.runners.tick_consumer import group_id
@@ -396,16 +396,19 @@ def in_process(args: argparse.Namespace) -> None:
                   f"records taken at {rate:,.0f} records per CPU-s (ticks, and the forecasts "
                   "and boundaries they make)")
     names = {getattr(pipeline.topics, spec.topic): spec.name for spec in PIPELINE}
+    keys = SnapshotKeys((os.urandom(32).hex().encode(),))
     restore_seconds: dict[str, float] = {}
     for (topic, partition), driver in pipeline.drivers.items():
         stage = names[topic]
         began = time.perf_counter()
         blob = seal(pickle_state(driver.stage, {"config": config}), stage=stage,
-                    partition=partition, offset=0, settings="", taken=0.0)
+                    partition=partition, offset=0, sequence=0, settings="", taken=0.0,
+                    keys=keys)
         sealed = time.perf_counter() - began
         began = time.perf_counter()
         restore(blob, stage=stage, partition=partition, settings="",
-                environment={"config": config})
+                environment={"config": config}, keys=keys,
+                max_bytes=Settings.model_fields["snapshot_max_bytes"].default)
         restored = time.perf_counter() - began
         restore_seconds[stage] = restore_seconds.get(stage, 0.0) + restored
         console.print(f"  {stage}[{partition}]: {len(blob):,} bytes, taken in {sealed:.2f} s, "

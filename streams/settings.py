@@ -110,6 +110,16 @@ class Settings(BaseSettings):
     snapshot_key: SecretStr | None = Field(
         None, description="Key of the snapshots' HMAC, the same on every worker; keys "
         "separated by commas: the first signs, any verifies (docs/operations.md, Trust)")
+    insecure_unsigned_snapshots: bool = Field(
+        False, description="Run a worker without a snapshot key: its snapshots are written "
+        "unsigned and restored unauthenticated, so whoever can write the snapshot topics sets "
+        "its stages' state (docs/operations.md, Trust)")
+    snapshot_max_bytes: int = Field(
+        1024 * 1024 * 1024, ge=1024, description="Most bytes a snapshot's state may inflate to "
+        "when restored; a larger one is refused")
+    snapshot_max_chunks: int = Field(
+        4096, ge=1, description="Most records (of 512 KiB) a snapshot may span on its topic; "
+        "a manifest listing more is refused")
     input_retention_hours: float = Field(
         168.0, gt=0, description="retention.ms of the input topics, a bound on their disk "
         "even while snapshots stop")
@@ -226,8 +236,18 @@ class Settings(BaseSettings):
         return context
 
     def snapshot_keys(self) -> tuple[bytes, ...]:
-        """The snapshot keys, the signing one first; none when no key is set."""
+        """The snapshot keys, the signing one first; none when no key is set and
+        ``insecure_unsigned_snapshots`` says to run without one; a ValueError saying what to
+        set when neither is set."""
         if self.snapshot_key is None:
+            if not self.insecure_unsigned_snapshots:
+                raise ValueError(
+                    f"snapshot_key ({env_name('snapshot_key')}) is not set: a worker signs its "
+                    "snapshots and restores only signed ones; set it to the same secret on "
+                    "every worker (openssl rand -hex 32), or run without one with "
+                    "--insecure-unsigned-snapshots "
+                    f"({env_name('insecure_unsigned_snapshots')}=true), which lets whoever can "
+                    "write the snapshot topics set the stages' state")
             return ()
         return tuple(k.strip().encode() for k in self.snapshot_key.get_secret_value().split(","))
 

@@ -5,10 +5,13 @@ input partitions it replays after a snapshot, and the trimming of those inputs.
 as many partitions as its input topic: partition ``p`` holds the snapshots of the stage's
 partition ``p``. A snapshot (:mod:`streams.pipeline.snapshot`) is written in chunks of at most
 :data:`CHUNK_BYTES` keyed ``<slot>/<i>``, then a manifest keyed ``<slot>`` that lists the
-chunks' offsets and the input offset the snapshot covers. Snapshots alternate between two
+chunks' offsets, the input offset the snapshot covers and its sequence number, signed like
+the snapshot (its MAC, then its JSON: the MAC covers the topic, the partition and the JSON,
+and is checked before any field is read). Snapshots alternate between two
 slots, ``a`` and ``b``, so compaction keeps the newest two: a worker killed while writing one
 leaves the other whole, and a manifest whose chunks were overwritten since is seen to be
-incomplete. A worker finds the manifests by reading its partition backwards from the end.
+incomplete. A worker finds the manifests by reading its partition backwards from the end, and
+orders them by their sequence numbers.
 
 **Trimming.** Once a snapshot is written, the input partition's records before the previous
 snapshot (the fallback, should the newest one be unreadable) and older than the retention
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import itertools
 import json
 import logging
 import time
@@ -31,7 +35,13 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPa
 from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
 
 from streams.kafka.connect import retrying, start_client
-from streams.pipeline.snapshot import SnapshotRefused
+from streams.pipeline.snapshot import (
+    SnapshotKeys,
+    SnapshotRefused,
+    checked_fields,
+    mac_of,
+    printable,
+)
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -47,29 +57,65 @@ LOG_BATCH = 2000
 """Records of an input partition handed over at once while replaying it."""
 
 
+MANIFEST_FIELDS = {"slot": "text", "offset": "count", "sequence": "count", "chunks": "counts",
+                   "bytes": "count", "taken": "time"}
+"""Each manifest field and its kind (:func:`~streams.pipeline.snapshot.checked_fields`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Manifest:
     """A complete snapshot's place: its slot, the input offset it covers (the stage has taken
-    the records before it), its chunks' offsets, its size, when it was taken, and where the
-    manifest itself is (``at``, -1 until written)."""
+    the records before it), its sequence number, its chunks' offsets, its size, when it was
+    taken, and where the manifest itself is (``at``, -1 until written)."""
 
     slot: str
     offset: int
+    sequence: int
     chunks: tuple[int, ...]
     bytes: int
     taken: float
     at: int = -1
 
-    def to_wire(self) -> builtins.bytes:  # the field ``bytes`` shadows the type here
-        return json.dumps({"slot": self.slot, "offset": self.offset, "chunks": self.chunks,
-                           "bytes": self.bytes, "taken": self.taken}).encode()
+    def to_wire(self, topic: str, partition: int, keys: SnapshotKeys
+                ) -> builtins.bytes:  # the field ``bytes`` shadows the type here
+        fields = json.dumps({"slot": self.slot, "offset": self.offset,
+                             "sequence": self.sequence, "chunks": self.chunks,
+                             "bytes": self.bytes, "taken": self.taken}, sort_keys=True).encode()
+        return keys.sign(_signed(topic, partition, fields)).encode() + b" " + fields
 
     @staticmethod
-    def from_record(record: ConsumerRecord) -> Manifest:
-        data = json.loads(record.value)
-        return Manifest(str(data["slot"]), int(data["offset"]),
-                        tuple(int(c) for c in data["chunks"]), int(data["bytes"]),
-                        float(data["taken"]), record.offset)
+    def from_record(record: ConsumerRecord, keys: SnapshotKeys, max_chunks: int,
+                    max_bytes: int) -> Manifest:
+        """The manifest of a record, its MAC verified before its fields are read; a
+        :class:`SnapshotRefused` saying why not."""
+        what = f"snapshot manifest {record.topic}[{record.partition}]@{record.offset}"
+        value = record.value if isinstance(record.value, builtins.bytes) else b""
+        token, _, raw = value[:64 * 1024].partition(b" ")
+        keys.verify(mac_of(token, what), _signed(record.topic, record.partition, raw), what)
+        fields = checked_fields(raw, MANIFEST_FIELDS, what)
+        chunks = fields["chunks"]
+        problem = (
+            f"slot {fields['slot']!r} under key {record.key!r}"
+            if fields["slot"] not in SLOTS or record.key != fields["slot"].encode() else
+            f"{len(chunks):,} chunks, more than {max_chunks:,} (SPOTSCHED_SNAPSHOT_MAX_CHUNKS)"
+            if len(chunks) > max_chunks else
+            "chunks not in increasing order before the manifest"
+            if any(b <= a for a, b in itertools.pairwise(chunks))
+            or chunks[-1] >= record.offset else
+            f"chunks spread over {chunks[-1] - chunks[0] + 1:,} records"
+            if chunks[-1] - chunks[0] >= 2 * max_chunks else
+            f"{fields['bytes']:,} bytes in {len(chunks)} chunks"
+            if not len(chunks) <= fields["bytes"] <= min(len(chunks) * CHUNK_BYTES,
+                                                         max_bytes) else None)
+        if problem is not None:
+            raise SnapshotRefused(f"{what}: {problem}")
+        return Manifest(fields["slot"], fields["offset"], fields["sequence"], tuple(chunks),
+                        fields["bytes"], float(fields["taken"]), record.offset)
+
+
+def _signed(topic: str, partition: int, fields: builtins.bytes) -> builtins.bytes:
+    """What a manifest's MAC covers: where it is, and its fields as written."""
+    return f"{topic}[{partition}]\n".encode() + fields
 
 
 class KafkaState:
@@ -95,7 +141,10 @@ class KafkaState:
     # -- snapshots ------------------------------------------------------------------------
 
     async def manifests(self, topic: str, partition: int) -> list[Manifest]:
-        """The newest manifest of each slot, newest first."""
+        """The newest readable manifest of each slot, the highest sequence first; one that
+        cannot be read (malformed, or not signed with the workers' keys) is skipped with a
+        warning."""
+        keys = SnapshotKeys(self.settings.snapshot_keys())
         tp = TopicPartition(topic, partition)
         async with self._reader(tp) as consumer:
             start = (await consumer.beginning_offsets([tp]))[tp]
@@ -107,14 +156,19 @@ class KafkaState:
                 for record in await _read_range(consumer, tp, low, high):
                     if record.key is not None and b"/" not in record.key:
                         try:
-                            window[record.key.decode()] = Manifest.from_record(record)
-                        except (ValueError, KeyError, TypeError) as exc:
+                            manifest = Manifest.from_record(
+                                record, keys, self.settings.snapshot_max_chunks,
+                                self.settings.snapshot_max_bytes)
+                        except Exception as exc:  # whatever a stranger's record raises
                             log.warning("%s[%d]@%d: unreadable snapshot manifest skipped (%s)",
-                                        topic, partition, record.offset, exc)
+                                        topic, partition, record.offset,
+                                        printable(str(exc)[:300]))
+                            continue
+                        window[manifest.slot] = manifest
                 for slot, manifest in window.items():
                     found.setdefault(slot, manifest)
                 high = low
-        return sorted(found.values(), key=lambda m: m.at, reverse=True)
+        return sorted(found.values(), key=lambda m: (m.sequence, m.at), reverse=True)
 
     async def read_snapshot(self, topic: str, partition: int, manifest: Manifest) -> bytes:
         """The snapshot a manifest lists; :class:`SnapshotRefused` when a chunk was
@@ -123,13 +177,15 @@ class KafkaState:
         if not manifest.chunks:
             raise SnapshotRefused(f"snapshot manifest {topic}[{partition}]@{manifest.at} lists "
                                   "no chunks")
+        wanted = set(manifest.chunks)
         async with self._reader(tp) as consumer:
             records = {r.offset: r for r in await _read_range(
-                consumer, tp, min(manifest.chunks), max(manifest.chunks) + 1)}
+                consumer, tp, min(manifest.chunks), max(manifest.chunks) + 1, wanted)}
         parts = []
         for i, offset in enumerate(manifest.chunks):
             record = records.get(offset)
-            if record is None or record.key != f"{manifest.slot}/{i}".encode():
+            if record is None or record.key != f"{manifest.slot}/{i}".encode() \
+                    or not isinstance(record.value, bytes) or not record.value:
                 raise SnapshotRefused(
                     f"snapshot {topic}[{partition}] slot {manifest.slot} at input offset "
                     f"{manifest.offset:,}: chunk {i} is no longer at offset {offset} "
@@ -143,18 +199,19 @@ class KafkaState:
         return blob
 
     async def write_snapshot(self, topic: str, partition: int, blob: bytes, offset: int,
-                             taken: float, newest: Manifest | None) -> Manifest:
-        """Write a snapshot covering the input before ``offset`` into the slot that does not
-        hold ``newest`` (the partition's newest manifest, if any); returns its manifest."""
+                             sequence: int, taken: float, newest: Manifest | None) -> Manifest:
+        """Write snapshot number ``sequence``, covering the input before ``offset``, into the
+        slot that does not hold ``newest`` (the partition's newest manifest, if any); returns
+        its manifest."""
         producer = await self._started_producer()
         slot = SLOTS[1] if newest is not None and newest.slot == SLOTS[0] else SLOTS[0]
         sent = [await producer.send(topic, blob[start:start + CHUNK_BYTES],
                                     key=f"{slot}/{i}".encode(), partition=partition)
                 for i, start in enumerate(range(0, len(blob), CHUNK_BYTES))]
         chunks = tuple(meta.offset for meta in await asyncio.gather(*sent))
-        manifest = Manifest(slot, offset, chunks, len(blob), taken)
-        meta = await producer.send_and_wait(topic, manifest.to_wire(), key=slot.encode(),
-                                            partition=partition)
+        manifest = Manifest(slot, offset, sequence, chunks, len(blob), taken)
+        wire = manifest.to_wire(topic, partition, SnapshotKeys(self.settings.snapshot_keys()))
+        meta = await producer.send_and_wait(topic, wire, key=slot.encode(), partition=partition)
         return replace(manifest, at=meta.offset)
 
     # -- input partitions -----------------------------------------------------------------
@@ -251,8 +308,9 @@ class _Reader:
 
 
 async def _read_range(consumer: AIOKafkaConsumer, tp: TopicPartition, low: int,
-                      high: int) -> list[ConsumerRecord]:
-    """The records at offsets ``low .. high - 1`` that the partition still holds."""
+                      high: int, wanted: set[int] | None = None) -> list[ConsumerRecord]:
+    """The records at offsets ``low .. high - 1`` that the partition still holds (only those
+    at the ``wanted`` offsets, if given)."""
     consumer.seek(tp, low)
     out: list[ConsumerRecord] = []
     while await consumer.position(tp) < high:
@@ -262,5 +320,6 @@ async def _read_range(consumer: AIOKafkaConsumer, tp: TopicPartition, low: int,
             end = (await consumer.end_offsets([tp]))[tp]
             if end <= await consumer.position(tp):
                 break
-        out.extend(r for r in records if r.offset < high)
+        out.extend(r for r in records
+                   if r.offset < high and (wanted is None or r.offset in wanted))
     return out

@@ -67,10 +67,11 @@ def create_app(settings: Settings, registry: CollectorRegistry | None = None) ->
     """The worker's Faust app over the configured topics and catalogue, running every stage of
     the pipeline; its metrics go to ``registry`` (a private one when not given)."""
     catalogue = settings.catalogue()
-    if settings.snapshot_key is None:
-        log.warning("no snapshot key (%s): snapshots are written and restored unauthenticated; "
-                    "anyone who can write the snapshot topics can set the stages' state "
-                    "(docs/operations.md, Trust)", env_name("snapshot_key"))
+    if not settings.snapshot_keys():  # none only when told to run without one
+        log.warning("insecure unsigned snapshots (%s): snapshots are written and restored "
+                    "unauthenticated; anyone who can write the snapshot topics can set the "
+                    "stages' state (docs/operations.md, Trust)",
+                    env_name("insecure_unsigned_snapshots"))
     app = _faust_app(settings)
     metrics = PipelineMetrics(
         registry or CollectorRegistry(), markets=[m.key for m in catalogue],

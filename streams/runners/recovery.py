@@ -12,7 +12,10 @@ the stage is recovered first (:meth:`PartitionStages.recover`):
 
 1. from the newest base: the stage in memory, or the newest snapshot this worker can read
    (:mod:`streams.pipeline.snapshot`; a refused one is logged in one line and the other slot
-   tried);
+   tried). Whatever reading a snapshot raises refuses it, and never stops the worker; so is a
+   snapshot older than the one before the newest the worker knows of for the partition (by
+   the signed sequence numbers of the manifests it has read and the snapshots it has
+   written): an old snapshot appended again is not restored;
 2. with neither, from a fresh stage at the start of the partition's log — a rebuild from the
    log; when the log no longer starts at offset 0, what came before is missing and the log
    line says so;
@@ -60,6 +63,7 @@ from streams.pipeline.snapshot import (
     SnapshotKeys,
     SnapshotRefused,
     pickle_state,
+    printable,
     restore,
     seal,
 )
@@ -147,6 +151,9 @@ class PartitionStages:
         self.slot_seconds = config.slot_seconds
         self.cadence = RecoveryConfig.of(settings)
         self.keys = SnapshotKeys(settings.snapshot_keys())
+        self.max_bytes = settings.snapshot_max_bytes
+        self._known: dict[int, int] = {}
+        """The highest snapshot sequence known of each partition (read or written)."""
         self.state = state
         self.environment = environment
         self.metrics = metrics
@@ -307,17 +314,29 @@ class PartitionStages:
         beyond it."""
         base = held if held is not None and held.next <= target else None
         manifests = await self.state.manifests(self.snapshots, partition)
+        known = self._known[partition] = max(
+            [self._known.get(partition, -1), *(m.sequence for m in manifests)])
         for manifest in manifests:
             if base is not None and manifest.offset <= base.next:
                 break
             try:
+                if manifest.sequence < known - 1:
+                    raise SnapshotRefused(
+                        f"snapshot of {self.name}[{partition}] at offset {manifest.offset:,}: "
+                        f"number {manifest.sequence}, older than the one before the newest "
+                        f"known for the partition (number {known})")
                 blob = await self.state.read_snapshot(self.snapshots, partition, manifest)
                 header, stage = await asyncio.to_thread(
                     restore, blob, stage=self.name, partition=partition,
-                    settings=self.fingerprint, environment=self.environment, keys=self.keys)
-            except SnapshotRefused as exc:
+                    settings=self.fingerprint, environment=self.environment, keys=self.keys,
+                    max_bytes=self.max_bytes, offset=manifest.offset,
+                    sequence=manifest.sequence)
+            except Exception as exc:  # whatever a stranger's snapshot makes reading it raise
                 self.metrics.refused(self.name)
-                log.warning(f"{self.snapshots}[{partition}]: snapshot refused, {exc}")
+                reason = str(exc) if isinstance(exc, SnapshotRefused) else printable(
+                    f"snapshot at offset {manifest.offset:,}: unreadable "
+                    f"({type(exc).__name__}: {str(exc)[:300]})")
+                log.warning(f"{self.snapshots}[{partition}]: snapshot refused, {reason}")
                 continue
             self.metrics.snapshot_known(self.name, partition, header.taken)
             described = (f"the snapshot at offset {header.offset:,} ({manifest.bytes:,} bytes, "
@@ -359,15 +378,17 @@ class PartitionStages:
         began = time.perf_counter()
         pickled = pickle_state(held.driver.stage, self.environment)
         offset, taken = held.next, time.time()
+        newest = -1 if held.newest is None else held.newest.sequence
+        sequence = self._known[partition] = max(self._known.get(partition, -1), newest) + 1
         held.records = 0
         held.since = None if held.latest is None else _slot(held.latest, self.slot_seconds)
         held.deferred = False
         held.snapshotted = self.clock()
         blob = await asyncio.to_thread(seal, pickled, stage=self.name, partition=partition,
-                                       offset=offset, settings=self.fingerprint, taken=taken,
-                                       keys=self.keys)
+                                       offset=offset, sequence=sequence,
+                                       settings=self.fingerprint, taken=taken, keys=self.keys)
         manifest = await self.state.write_snapshot(self.snapshots, partition, blob, offset,
-                                                   taken, held.newest)
+                                                   sequence, taken, held.newest)
         previous, held.newest, held.readable = held.readable, manifest, manifest
         self.metrics.snapshot_written(self.name, partition, taken, len(blob),
                                       time.perf_counter() - began)

@@ -25,6 +25,8 @@ from streams.replay import ReplayEvent, trace_events
 from streams.settings import Settings, Topics, env_name, write_catalogue
 
 REPO = Path(__file__).resolve().parents[2]
+SNAPSHOT_KEY = "test-snapshot-key-0123456789"
+"""The workers' snapshot key, unless a test gives its own (or runs them without one)."""
 
 
 @dataclass
@@ -47,6 +49,8 @@ class Pipeline:
         self.app_id = f"spotsched-test-{tag}"
         self.markets_file = self.workdir / "markets.json"
         self.markets_file.write_text(write_catalogue(list(self.catalogue)))
+        if not self.options.get("insecure_unsigned_snapshots"):
+            self.options.setdefault("snapshot_key", SNAPSHOT_KEY)
 
     @property
     def settings(self) -> Settings:

@@ -154,9 +154,10 @@ def truncated(blob: bytes, marker: Path) -> bytes:
 
 
 def resealed(blob: bytes, pickled: bytes, keys: SnapshotKeys) -> bytes:
-    header = read_header(blob)
+    header, _ = read_header(blob)
     return seal(pickled, stage=header.stage, partition=header.partition, offset=header.offset,
-                settings=header.settings, taken=header.taken, keys=keys)
+                sequence=header.sequence, settings=header.settings, taken=header.taken,
+                keys=keys)
 
 
 def signed_with_another_key(blob: bytes, marker: Path) -> bytes:
@@ -179,8 +180,8 @@ async def overwrite(settings: Settings, topic: str, partition: int, which: int,
         target = manifests[which]
         blob = alter(await state.read_snapshot(topic, partition, target), marker)
         other = "b" if target.slot == "a" else "a"
-        await state.write_snapshot(topic, partition, blob, target.offset, target.taken,
-                                   replace(target, slot=other))
+        await state.write_snapshot(topic, partition, blob, target.offset, target.sequence,
+                                   target.taken, replace(target, slot=other))
     finally:
         await state.stop()
 
@@ -215,7 +216,8 @@ def test_refused_snapshots_leave_the_stages_to_the_one_before_or_the_log(pipelin
     marker = tmp_path / "command-ran"
     # The coordinator's newest snapshot would run a command, the one before is signed with
     # another key: it rebuilds from the log. The newest one of every market partition is
-    # corrupt, of every scheduler partition truncated: they restore the one before.
+    # corrupt, of every scheduler partition truncated (their MACs no longer match): they
+    # restore the one before.
     coordinator, _ = topics["coordinator"]
     for which, alter in ((0, running_a_command), (1, signed_with_another_key)):
         asyncio.run(overwrite(pipeline.settings, coordinator, 0, which, alter, marker))
@@ -236,8 +238,8 @@ def test_refused_snapshots_leave_the_stages_to_the_one_before_or_the_log(pipelin
     assert Counter(found.groups() for found in refusals if found) == {
         ("coordinator", "cannot be read by this worker"): 1,
         ("coordinator", "its MAC matches none"): 1,
-        ("market", "corrupt"): pipeline.market_partitions,
-        ("scheduler", "truncated"): pipeline.job_partitions}
+        ("market", "its MAC matches none"): pipeline.market_partitions,
+        ("scheduler", "its MAC matches none"): pipeline.job_partitions}
     assert f"it names {os.system.__module__}.system, which is not among" in log
     assert "no snapshot to restore, rebuilding the coordinator stage from the log" in log
     for stage in ("market", "scheduler"):
@@ -274,12 +276,12 @@ def test_a_worker_stopped_gracefully_snapshots_so_its_successor_replays_no_tail(
 async def test_a_snapshot_cut_short_by_a_kill_leaves_the_one_before_to_restore(
         kafka_bootstrap: str, fresh_topic_factory: TopicFactory) -> None:
     topic = await fresh_topic_factory(partitions=1)
-    settings = Settings(bootstrap_servers=kafka_bootstrap)
+    settings = Settings(bootstrap_servers=kafka_bootstrap, snapshot_key=KEY)
     state = KafkaState(settings)
     first, second, third = (os.urandom(2 * CHUNK_BYTES + n) for n in (1, 2, 3))
     try:
-        a = await state.write_snapshot(topic, 0, first, 10, 1.0, None)
-        b = await state.write_snapshot(topic, 0, second, 20, 2.0, a)
+        a = await state.write_snapshot(topic, 0, first, 10, 0, 1.0, None)
+        b = await state.write_snapshot(topic, 0, second, 20, 1, 2.0, a)
         assert (a.slot, b.slot, len(a.chunks)) == ("a", "b", 3)
         # A worker killed while writing the next snapshot wrote some of its chunks (slot a),
         # not its manifest.
@@ -290,11 +292,11 @@ async def test_a_snapshot_cut_short_by_a_kill_leaves_the_one_before_to_restore(
         assert await state.manifests(topic, 0) == [b, a]
         assert await state.read_snapshot(topic, 0, b) == second
         # A manifest whose chunks are no longer where it says is refused as incomplete.
-        torn = Manifest("a", 30, b.chunks, b.bytes, 3.0)
+        torn = Manifest("a", 30, 2, b.chunks, b.bytes, 3.0)
         with pytest.raises(SnapshotRefused, match=r"chunk 0 is no longer at offset .*incomplete"):
             await state.read_snapshot(topic, 0, torn)
         # The next snapshot goes to the slot of the older one and is restored whole.
-        c = await state.write_snapshot(topic, 0, third, 30, 3.0, b)
+        c = await state.write_snapshot(topic, 0, third, 30, 2, 3.0, b)
         assert [m.slot for m in await state.manifests(topic, 0)] == ["a", "b"]
         assert await state.read_snapshot(topic, 0, c) == third
     finally:

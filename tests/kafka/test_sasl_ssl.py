@@ -23,7 +23,7 @@ from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from streams.contract import JobCancelled, JobSubmitted, parse_event
 from streams.pipeline import decision_rows
 from streams.settings import Settings
-from tests.kafka.pipeline_harness import REPO, Pipeline, rows_from_jsonl
+from tests.kafka.pipeline_harness import REPO, SNAPSHOT_KEY, Pipeline, rows_from_jsonl
 from tests.kafka.tls import make_sasl_ssl
 
 pytestmark = pytest.mark.kafka
@@ -164,7 +164,8 @@ def test_each_mistake_is_one_line_naming_the_setting(secure, kafka_bootstrap, tm
     missing = tmp_path / "no-ca.pem"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPOTSCHED_")}
     env.update({"PYTHONPATH": str(REPO), "SPOTSCHED_BROKER_TIMEOUT_SECONDS": "20",
-                "SPOTSCHED_BOOTSTRAP_SERVERS": kafka_bootstrap})
+                "SPOTSCHED_BOOTSTRAP_SERVERS": kafka_bootstrap,
+                "SPOTSCHED_SNAPSHOT_KEY": SNAPSHOT_KEY})
     env.update({
         "wrong password": secure.env(SPOTSCHED_SASL_PASSWORD=f"wrong-{uuid.uuid4().hex}",
                                      SPOTSCHED_BOOTSTRAP_SERVERS=secure.broker.bootstrap),

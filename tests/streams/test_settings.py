@@ -56,8 +56,13 @@ def test_bad_settings_fail_in_one_line_naming_the_setting(overrides, message):
     assert "12345" not in str(info.value)
 
 
-def test_the_snapshot_keys_sign_with_the_first_and_are_none_unless_set():
-    assert Settings().snapshot_keys() == () == Settings(snapshot_key="").snapshot_keys()
+def test_the_snapshot_keys_sign_with_the_first_and_are_none_only_when_told_to_run_without():
+    for unset in (Settings(), Settings(snapshot_key="")):
+        with pytest.raises(ValueError, match=r"^snapshot_key \(SPOTSCHED_SNAPSHOT_KEY\) is not "
+                           r"set: .* --insecure-unsigned-snapshots "
+                           r"\(SPOTSCHED_INSECURE_UNSIGNED_SNAPSHOTS=true\)"):
+            unset.snapshot_keys()
+    assert Settings(insecure_unsigned_snapshots=True).snapshot_keys() == ()
     keys = Settings(snapshot_key="new-key-0123456789, old-key-0123456789").snapshot_keys()
     assert keys == (b"new-key-0123456789", b"old-key-0123456789")
 

@@ -39,6 +39,7 @@ from streams.pipeline.snapshot import (
 from streams.pipeline.stage import Message, encoded
 from streams.replay import trace_events
 from streams.runners.memory import MemoryPipeline
+from streams.settings import Settings
 from tests.streams.logged import logged
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,6 +47,7 @@ SPEC = SyntheticMarketSpec(seed=5, n_markets=3, days=5)
 SLOT = 3600.0
 ONLINE = sorted(set(POLICIES) - {"optimum"})
 STAGES = {spec.name: spec for spec in PIPELINE}
+MAX_BYTES = Settings.model_fields["snapshot_max_bytes"].default
 
 
 def digest(config: PipelineConfig, stage: str = "scheduler") -> str:
@@ -80,7 +82,7 @@ def made(handling: Handling) -> tuple:
 def snapshot(stage: object, name: str, partition: int, offset: int,
              config: PipelineConfig) -> bytes:
     return seal(pickle_state(stage, {"config": config}), stage=name, partition=partition,
-                offset=offset, settings=digest(config, name), taken=1.0)
+                offset=offset, sequence=0, settings=digest(config, name), taken=1.0)
 
 
 @pytest.mark.slow
@@ -96,7 +98,7 @@ def test_a_stage_restored_anywhere_in_its_log_goes_on_like_the_one_that_never_st
             blob = snapshot(driver.stage, name, partition, cut, config)
             header, stage = restore(blob, stage=name, partition=partition,
                                     settings=digest(config, name),
-                                    environment={"config": config})
+                                    environment={"config": config}, max_bytes=MAX_BYTES)
             assert header.offset == cut
             restored = Driver(stage)
             after = [made(restored.process(message)) for message, _ in log[cut:]]
@@ -118,10 +120,11 @@ def test_the_solve_time_histogram_is_the_restoring_workers_own():
         driver.process(message)
     environment = {"config": first, "solve_seconds": first_metrics.solve_seconds}
     blob = seal(pickle_state(driver.stage, environment), stage="scheduler", partition=0,
-                offset=len(log) // 2, settings=digest(first), taken=1.0)
+                offset=len(log) // 2, sequence=0, settings=digest(first), taken=1.0)
     _, stage = restore(blob, stage="scheduler", partition=0, settings=digest(second),
                        environment={"config": second,
-                                    "solve_seconds": second_metrics.solve_seconds})
+                                    "solve_seconds": second_metrics.solve_seconds},
+                       max_bytes=MAX_BYTES)
     assert stage.engine.policy._seconds is second_metrics.solve_seconds
     assert stage.policy_factory.__self__ is second
 
@@ -141,7 +144,7 @@ def refusal(blob: bytes, config: PipelineConfig, keys: SnapshotKeys = UNSIGNED,
             **expected) -> str:
     where = {"stage": "scheduler", "partition": 0, "settings": digest(config), **expected}
     with pytest.raises(SnapshotRefused) as refused:
-        restore(blob, environment={"config": config}, keys=keys, **where)
+        restore(blob, environment={"config": config}, keys=keys, max_bytes=MAX_BYTES, **where)
     text = str(refused.value)
     assert "\n" not in text
     return text
@@ -149,16 +152,21 @@ def refusal(blob: bytes, config: PipelineConfig, keys: SnapshotKeys = UNSIGNED,
 
 def with_header(blob: bytes, **changes) -> bytes:
     header, body = blob[len(MAGIC):].split(b"\n", 1)
-    fields = {**json.loads(header), **changes}
-    return MAGIC + json.dumps(fields).encode() + b"\n" + body
+    mac, fields = header.split(b" ", 1)
+    changed = json.dumps({**json.loads(fields), **changes}).encode()
+    return MAGIC + mac + b" " + changed + b"\n" + body
 
 
 def test_a_snapshot_that_is_not_of_this_version_partition_or_settings_is_refused(taken):
     config, blob = taken
-    assert read_header(blob).format == FORMAT
+    assert read_header(blob)[0].format == FORMAT
     assert "not a spotsched snapshot" in refusal(b"PK\x03\x04", config)
-    assert "unreadable snapshot header" in refusal(MAGIC + b"{not json\n", config)
-    assert "unreadable snapshot header" in refusal(MAGIC + b"{" + b" " * 5000, config)
+    assert "snapshot header: unreadable (JSONDecodeError" in refusal(
+        MAGIC + b"unsigned {not json\n", config)
+    assert "unreadable snapshot header (no end of line)" in refusal(
+        MAGIC + b"unsigned {" + b" " * 5000, config)
+    assert refusal(MAGIC + b'{"format": 1}\n', config) == (
+        f"snapshot of an earlier format (1): this worker reads format {FORMAT}")
     assert refusal(with_header(blob, format=FORMAT + 1), config) == (
         f"snapshot format {FORMAT + 1}: this worker reads format {FORMAT}")
     assert refusal(with_header(blob, state_version=STATE_VERSION + 1), config).endswith(
@@ -190,12 +198,12 @@ def test_a_corrupt_or_truncated_snapshot_is_refused_before_it_is_unpickled(taken
         "snapshot of scheduler[0] at offset 100: truncated (")
     # A body whose digest matches but that does not unpickle (written by other code).
     garbage = seal(b"\x80\x05not a pickle", stage="scheduler", partition=0, offset=100,
-                   settings=digest(config), taken=1.0)
+                   sequence=0, settings=digest(config), taken=1.0)
     assert "cannot be read by this worker" in refusal(garbage, config)
     # One that refers to an object of its writer's environment this worker lacks.
     lacking = seal(pickle_state(config.catalogue, {"solve_seconds": config.catalogue}),
-                   stage="scheduler", partition=0, offset=100, settings=digest(config),
-                   taken=1.0)
+                   stage="scheduler", partition=0, offset=100, sequence=0,
+                   settings=digest(config), taken=1.0)
     assert "it refers to 'solve_seconds', which this worker lacks" in refusal(lacking, config)
 
 
@@ -203,8 +211,9 @@ def test_shared_sets_stay_shared_and_are_written_in_order():
     shared = {"b", "a", "c"}
     state = {"x": shared, "y": shared, "frozen": frozenset({3, 1, 2}), "mixed": {1, "a"}}
     _, restored = restore(seal(pickle_state(state, {}), stage="s", partition=0, offset=0,
-                               settings="", taken=0.0),
-                          stage="s", partition=0, settings="", environment={})
+                               sequence=0, settings="", taken=0.0),
+                          stage="s", partition=0, settings="", environment={},
+                          max_bytes=MAX_BYTES)
     assert restored == state and restored["x"] is restored["y"]
 
 
@@ -244,7 +253,7 @@ KEY, OLD_KEY, OTHER_KEY = b"k" * 32, b"o" * 32, b"x" * 32
 
 def sealed(pickled: bytes, config: PipelineConfig, keys: SnapshotKeys = UNSIGNED,
            offset: int = 100) -> bytes:
-    return seal(pickled, stage="scheduler", partition=0, offset=offset,
+    return seal(pickled, stage="scheduler", partition=0, offset=offset, sequence=0,
                 settings=digest(config), taken=1.0, keys=keys)
 
 
@@ -272,21 +281,22 @@ def test_a_snapshot_naming_a_global_no_state_is_made_of_is_refused_unrun(taken, 
     marker = tmp_path / "ran"
     for keys in (UNSIGNED, SnapshotKeys((KEY,))):  # signed too: the key is no licence
         command = sealed(pickle.dumps({"stage": RunsACommand(marker)}), config, keys)
-        assert f"names {os.system.__module__}.system, which is not among the classes" in (
+        assert f"names {os.system.__module__}.system, which is not among the globals" in (
             refusal(command, config, keys))
     assert not marker.exists()
     line = refusal(sealed(pickle.dumps(ReachesForGlobals()), config), config)
-    assert line.endswith("(UnpicklingError: it asks for attribute '__globals__': only public "
-                         "methods are restored)")
+    assert line.endswith("(UnpicklingError: it names builtins.getattr, which is not among the "
+                         "globals a stage's state is made of "
+                         "(streams.pipeline.snapshot_globals))")
 
 
 def test_with_a_key_only_snapshots_signed_with_one_of_the_workers_keys_restore(taken):
     config, unsigned = taken
     pickled = pickle_state({"state": [1, 2]}, {"config": config})
     signed = sealed(pickled, config, SnapshotKeys((KEY,)))
-    assert read_header(signed).mac is not None and read_header(unsigned).mac is None
+    assert signed.split(b" ")[1] != b"unsigned" and unsigned.split(b" ")[1] == b"unsigned"
     where = {"stage": "scheduler", "partition": 0, "settings": digest(config),
-             "environment": {"config": config}}
+             "environment": {"config": config}, "max_bytes": MAX_BYTES}
     # Signed with the first key; verified by any (the key before a change of key, too).
     assert restore(signed, keys=SnapshotKeys((KEY,)), **where)[1] == {"state": [1, 2]}
     old = sealed(pickled, config, SnapshotKeys((OLD_KEY,)))
@@ -294,7 +304,7 @@ def test_with_a_key_only_snapshots_signed_with_one_of_the_workers_keys_restore(t
     assert "its MAC matches none of this worker's snapshot keys: written with another key" in (
         refusal(signed, config, SnapshotKeys((OTHER_KEY,))))
     assert refusal(unsigned, config, SnapshotKeys((KEY,))).startswith(
-        "snapshot of scheduler[0] at offset 100: unsigned, and this worker has a snapshot key")
+        "snapshot of scheduler[0]: unsigned, and this worker has a snapshot key")
     # The MAC covers the header: a signed snapshot moved to another offset is refused.
     moved = with_header(signed, offset=5)
     assert "its MAC matches none" in refusal(moved, config, SnapshotKeys((KEY,)))

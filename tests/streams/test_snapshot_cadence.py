@@ -72,9 +72,9 @@ class MemoryState:
             yield []
 
     async def write_snapshot(self, topic: str, partition: int, blob: bytes, offset: int,
-                             taken: float, newest: Manifest | None) -> Manifest:
+                             sequence: int, taken: float, newest: Manifest | None) -> Manifest:
         self.written.append((partition, offset))
-        return Manifest("a", offset, (), len(blob), taken)
+        return Manifest("a", offset, sequence, (), len(blob), taken)
 
     async def trim(self, topic: str, partition: int, keep_from: int, margin_seconds: float
                    ) -> int | None:
@@ -100,7 +100,7 @@ class Partition:
         ticks = synthetic_ticks(SyntheticMarketSpec(seed=3, n_markets=1, days=1))
         data = build_market_data(ticks, 3600.0)
         config = PipelineConfig(data.markets, 3600.0, PolicySpec("greedy"))
-        self.settings = Settings(**{"snapshot_every_epochs": 2,
+        self.settings = Settings(**{"snapshot_every_epochs": 2, "snapshot_key": "k" * 16,
                                     "snapshot_min_interval_seconds": 10.0,
                                     "snapshot_delay_seconds": DELAY, **settings})
         self.state, self.clock = MemoryState(), Clock()

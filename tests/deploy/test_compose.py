@@ -140,7 +140,7 @@ def test_prometheus_scrapes_the_workers_and_connectors_where_they_serve():
         assert environment(SERVICES[service])["SPOTSCHED_METRICS_HOST"] == "0.0.0.0"
     (manager,) = config["alerting"]["alertmanagers"]
     host, port = manager["static_configs"][0]["targets"][0].split(":")
-    assert host == "alertmanager" and f"{port}:{port}" in SERVICES[host]["ports"]
+    assert host == "alertmanager" and f"127.0.0.1:{port}:{port}" in SERVICES[host]["ports"]
 
 
 def test_grafana_loads_the_dashboard_and_its_datasource():
@@ -154,3 +154,32 @@ def test_grafana_loads_the_dashboard_and_its_datasource():
     (source,) = yaml.safe_load(
         (provisioning / "datasources" / "prometheus.yml").read_text())["datasources"]
     assert re.fullmatch(r"http://prometheus:9090", source["url"])
+
+
+REQUIRED = re.compile(r"\$\{(?P<name>[A-Z_]+):\?(?P<message>[^}]+)\}")
+"""A variable compose refuses to start without (``${NAME:?message}``)."""
+
+
+@pytest.mark.parametrize("name", sorted(SERVICES))
+def test_every_published_port_is_on_loopback(name):
+    for port in SERVICES[name].get("ports", []):
+        if isinstance(port, dict):
+            assert port.get("host_ip") == "127.0.0.1", f"{name}: {port}"
+        else:
+            assert re.fullmatch(r"127\.0\.0\.1:\d+:\d+(/tcp|/udp)?", str(port)), f"{name}: {port}"
+
+
+def test_the_workers_need_the_snapshot_key_and_grafana_an_admin_password():
+    workers = [name for name, spec in SERVICES.items() if spec.get("command", [""])[0] == "worker"]
+    assert workers == ["scheduler"]
+    for name in workers:
+        key = REQUIRED.fullmatch(environment(SERVICES[name])["SPOTSCHED_SNAPSHOT_KEY"])
+        assert key is not None and key["name"] == "SPOTSCHED_SNAPSHOT_KEY", name
+        assert "openssl rand -hex 32" in key["message"]
+    for name, spec in SERVICES.items():  # no service runs without the key
+        assert "SPOTSCHED_INSECURE_UNSIGNED_SNAPSHOTS" not in environment(spec), name
+        assert "--insecure-unsigned-snapshots" not in spec.get("command", []), name
+    grafana = environment(SERVICES["grafana"])
+    password = REQUIRED.fullmatch(grafana["GF_SECURITY_ADMIN_PASSWORD"])
+    assert password is not None and password["name"] == "GRAFANA_ADMIN_PASSWORD"
+    assert grafana.get("GF_AUTH_ANONYMOUS_ORG_ROLE", "Viewer") == "Viewer"

@@ -38,7 +38,9 @@ class Explanation:
     knows nothing); ``move``: what launching there moves (:mod:`solver.migration`; a launch
     away from the checkpoint's place ``checkpoint``), :data:`~solver.migration.STAY` when the
     job keeps what it holds; ``planner``: the planner that decided
-    (:mod:`solver.policies.routing`; a policy not made of planners decides itself: its name).
+    (:mod:`solver.policies.routing`; a policy not made of planners decides itself: its name),
+    ``planner_reason`` why it has that planner, where the policy says (e.g. the backtest it was
+    chosen on, :mod:`solver.policies.evidence`).
     """
 
     expected_cost_usd: float
@@ -51,6 +53,7 @@ class Explanation:
     move: Move = STAY
     checkpoint: Place | None = None
     planner: str = ""
+    planner_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +74,7 @@ class SlotDecision:
     decided then and not now) and the jobs failed now (``outcome`` ``failed``, ``reason`` why);
     ``policy_errors`` what the policy raised deciding the jobs together, when the engine then
     decided them one by one (``isolate_failures``); ``planners`` the planner that decided each
-    allocated job.
+    allocated job, ``planner_reasons`` why it has that planner where the policy says.
     """
 
     observation: Observation
@@ -79,6 +82,7 @@ class SlotDecision:
     departures: Mapping[str, Departure]
     policy_errors: tuple[Exception, ...] = ()
     planners: Mapping[str, str] = field(default_factory=dict)
+    planner_reasons: Mapping[str, str] = field(default_factory=dict)
 
     @cached_property
     def _views(self) -> dict[str, JobView]:
@@ -117,4 +121,5 @@ class SlotDecision:
             move=move,
             checkpoint=view.checkpoint,
             planner=self.planners.get(job_id, ""),
+            planner_reason=self.planner_reasons.get(job_id, ""),
         )

@@ -21,7 +21,7 @@ from solver.job import FINISH_TOLERANCE, Allocation, Job, JobResult
 from solver.market import SECONDS_PER_HOUR, Market
 from solver.migration import DEFAULT_MIGRATION, STAY, MigrationTable, Move, Place
 from solver.observation import Decision, JobView, Observation
-from solver.policies.protocol import Policy, SettlementObserver, planner_of
+from solver.policies.protocol import Policy, SettlementObserver, planner_of, planner_reason_of
 
 
 class PolicyError(ValueError):
@@ -322,7 +322,9 @@ class Engine:
                 departures[job_id] = Departure(previous.market, self._states[job_id].outcome)
         self._decided = dict(decided)
         return SlotDecision(obs, decided, departures, tuple(errors),
-                            {job_id: planner_of(self.policy, job_id) for job_id in decided})
+                            {job_id: planner_of(self.policy, job_id) for job_id in decided},
+                            {job_id: why for job_id in decided
+                             if (why := planner_reason_of(self.policy, job_id))})
 
 
     def _observe(self, jobs: list[JobState], price_now: np.ndarray,

@@ -50,6 +50,13 @@ def planner_of(policy: Policy, job_id: str) -> str:
     return named or policy.name
 
 
+def planner_reason_of(policy: Policy, job_id: str) -> str:
+    """Why ``policy`` gave ``job_id`` its planner, when a policy made of planners says
+    (``planner_reason``, e.g. the evidence it chose on), else empty."""
+    explain = getattr(policy, "planner_reason", None)
+    return str(explain(job_id)) if callable(explain) else ""
+
+
 @cache
 def names_planners(kind: type) -> bool:
     """Whether policies of type ``kind`` are :class:`PlannerNamer` s, known once per type: the

@@ -30,10 +30,15 @@ from typing import ClassVar
 
 from solver.market import MarketData
 from solver.policies.chc import WINDOW_LIMITS, WindowPrograms
+from solver.policies.evidence import EvidenceChooser
 from solver.policies.forecast_sources import DistributionForecast, ForecastSource, make_source
 from solver.policies.prediction_free import ThresholdRule
 from solver.policies.programs import SingleJobPrograms
-from solver.policies.routing import Composition
+from solver.policies.routing import Composition, PlannerName
+
+CHOICES = ("routes", "evidence")
+"""How a job's planner is chosen: by the routing table, or on the market's evidence
+(:mod:`solver.policies.evidence`)."""
 
 
 class RiskAware(Composition):
@@ -43,7 +48,8 @@ class RiskAware(Composition):
     name = "risk-aware"
     PARAMETERS: ClassVar[dict[str, type]] = {
         "forecast": str, "resolve_hours": float, "window_hours": float, "confidence": float,
-        "solves": int, "markets": int, "sigma": float}
+        "solves": int, "markets": int, "sigma": float, "choose": str, "backtest_hours": float,
+        "cadence_hours": float, "margin": float}
     CONTEXT: ClassVar[tuple[str, ...]] = (
         "data", "source")
 
@@ -56,9 +62,16 @@ class RiskAware(Composition):
         solves: int = 12,
         markets: int = 3,
         sigma: float = 0.5,
+        choose: str = "routes",
+        backtest_hours: float = 48.0,
+        cadence_hours: float = 24.0,
+        margin: float = 0.1,
         data: MarketData | None = None,
         source: ForecastSource | None = None,
+        only: PlannerName | None = None,
     ) -> None:
+        if choose not in CHOICES:
+            raise ValueError(f"choose={choose!r}: expected one of {', '.join(CHOICES)}")
         if source is None:
             source = (DistributionForecast(confidence) if forecast == "distribution"
                       else make_source(forecast, data))
@@ -69,13 +82,24 @@ class RiskAware(Composition):
         self.solves = solves
         self.markets = markets
         self.sigma = sigma
+        self.choose = choose
+        chooser = (EvidenceChooser(self.routed_to, backtest_hours, cadence_hours, margin=margin)
+                   if choose == "evidence" and only is None else None)
         super().__init__(
             SingleJobPrograms(source, resolve_hours, None, solves, markets),
             WindowPrograms(window_hours, 1, "decomposed", source, "highs", WINDOW_LIMITS),
-            ThresholdRule(sigma, behind_first=False), ranged_rule=True)
+            ThresholdRule(sigma, behind_first=False), ranged_rule=True, chooser=chooser,
+            only=only)
+
+    def routed_to(self, planner: PlannerName) -> RiskAware:
+        """This policy with every job routed to ``planner`` (the evidence's backtests)."""
+        return RiskAware(resolve_hours=self.resolve_hours, window_hours=self.window_hours,
+                         confidence=self.confidence, solves=self.solves, markets=self.markets,
+                         sigma=self.sigma, source=self.forecast, only=planner)
 
     def __repr__(self) -> str:
         return (f"RiskAware(resolve_hours={self.resolve_hours}, "
                 f"window_hours={self.window_hours}, confidence={self.confidence}, "
                 f"solves={self.solves}, markets={self.markets}, sigma={self.sigma}, "
+                f"choose={self.choose}, "
                 f"forecast={type(self.forecast).__name__})")

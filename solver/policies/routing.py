@@ -13,7 +13,7 @@ it (:meth:`Router.planner`).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Literal, Protocol
 
@@ -83,14 +83,29 @@ def roomy(obs: Observation, view: JobView) -> bool:
                for m, market in enumerate(obs.markets) if view.job.may_use(market.key))
 
 
-class Router:
-    """The route of each job, decided by :func:`route` when the job is first seen and kept
-    for its life."""
+class Chooser(Protocol):
+    """Chooses a newly admitted job's planner among ``candidates`` on evidence
+    (:class:`~solver.policies.evidence.EvidenceChooser`), ``fallback`` without it; the planner
+    and why."""
 
-    def __init__(self, programs: bool, ranged_rule: bool = False) -> None:
+    def choose(self, obs: Observation, view: JobView, candidates: Sequence[PlannerName],
+               fallback: PlannerName) -> tuple[PlannerName, str]: ...
+
+
+class Router:
+    """The route of each job, decided when the job is first seen and kept for its life: by
+    :func:`route`, or with a ``chooser`` by evidence among the planners that can plan the job
+    (:meth:`candidates`), or always ``only`` (a program's job it cannot plan: the window
+    program)."""
+
+    def __init__(self, programs: bool, ranged_rule: bool = False,
+                 chooser: Chooser | None = None, only: PlannerName | None = None) -> None:
         self.programs = programs
         self.ranged_rule = ranged_rule
+        self.chooser = chooser
+        self.only = only
         self._routes: dict[str, PlannerName] = {}
+        self._reasons: dict[str, str] = {}
 
     def assign(self, obs: Observation, plannable: Callable[[JobView], bool]
                ) -> Mapping[str, PlannerName]:
@@ -100,17 +115,51 @@ class Router:
         spacious = (lambda v: roomy(obs, v)) if self.ranged_rule else _never
         users = Counter(m.key for v in obs.jobs if fixed_count(v)
                         for m in obs.markets if v.job.may_use(m.key))
-        self._routes = {
-            v.id: self._routes.get(v.id) or route(
-                v, self.programs, plannable,
-                shared=any(users[m.key] > 1 for m in obs.markets if v.job.may_use(m.key)),
-                roomy=spacious)
-            for v in obs.jobs}
+        routes: dict[str, PlannerName] = {}
+        reasons: dict[str, str] = {}
+        for v in obs.jobs:
+            known = self._routes.get(v.id)
+            if known is not None:
+                routes[v.id], reasons[v.id] = known, self._reasons.get(v.id, "")
+            elif self.only is not None:
+                routes[v.id] = (WINDOW if self.only == PROGRAM and not plannable(v)
+                                else self.only)
+            else:
+                table = route(
+                    v, self.programs, plannable,
+                    shared=any(users[m.key] > 1 for m in obs.markets if v.job.may_use(m.key)),
+                    roomy=spacious)
+                routes[v.id], reasons[v.id] = (
+                    self._choose(obs, v, plannable, table) if self.chooser is not None
+                    else (table, ""))
+        self._routes, self._reasons = routes, reasons
         return self._routes
+
+    def _choose(self, obs: Observation, view: JobView, plannable: Callable[[JobView], bool],
+                table: PlannerName) -> tuple[PlannerName, str]:
+        """The chooser's answer, the routing table's answer ``table`` its fallback."""
+        assert self.chooser is not None
+        candidates = self.candidates(view, plannable)
+        if len(candidates) == 1:
+            return candidates[0], f"only the {candidates[0]} plans this job"
+        return self.chooser.choose(obs, view, candidates, table)
+
+    def candidates(self, view: JobView, plannable: Callable[[JobView], bool]
+                   ) -> tuple[PlannerName, ...]:
+        """The planners that can plan ``view``'s job: the program a fixed-count job it can
+        plan (in a composition with programs), the rule a job that may use spot, the window
+        program every job."""
+        program = self.programs and fixed_count(view) and plannable(view)
+        return ((PROGRAM,) if program else ()) + (WINDOW,) + (
+            (RULE,) if self.programs and view.job.allow_spot else ())
 
     def planner(self, job_id: str) -> PlannerName | None:
         """The planner of a live job (``None``: not seen)."""
         return self._routes.get(job_id)
+
+    def reason(self, job_id: str) -> str:
+        """Why a live job has its planner (empty: by the routing table)."""
+        return self._reasons.get(job_id, "")
 
 
 class ProgramPlanner(Planner, Protocol):
@@ -128,11 +177,12 @@ class Composition:
     name: str
 
     def __init__(self, programs: ProgramPlanner | None, window: Planner, rule: Planner,
-                 ranged_rule: bool = False) -> None:
+                 ranged_rule: bool = False, chooser: Chooser | None = None,
+                 only: PlannerName | None = None) -> None:
         self.programs = programs
         self.window = window
         self.rule = rule
-        self.router = Router(programs is not None, ranged_rule)
+        self.router = Router(programs is not None, ranged_rule, chooser, only)
 
     def decide(self, obs: Observation) -> Decision:
         programs = self.programs
@@ -153,6 +203,10 @@ class Composition:
     def planner(self, job_id: str) -> PlannerName | None:
         """The planner that decides the job (``None``: a job not seen yet)."""
         return self.router.planner(job_id)
+
+    def planner_reason(self, job_id: str) -> str:
+        """Why the job has its planner (empty: by the routing table)."""
+        return self.router.reason(job_id)
 
 
 def _never(view: JobView) -> bool:

@@ -13,13 +13,20 @@ from hypothesis import strategies as st
 
 from solver.policies import POLICIES, make_policy
 from solver.policies.protocol import PlannerNamer, Policy, SettlementObserver
+from solver.policies.spec import PolicySpec
 from solver.simulator import simulate
 from tests.properties import examples
 from tests.solver.helpers import HOUR, flat_data, job
 from tests.solver.test_chc import scenarios
 
-SMALL = {"chc": {"window_hours": 3.0}, "risk-aware": {"window_hours": 3.0}}
-"""Parameters that keep the planners quick on the generated markets."""
+SMALL = {"chc": {"window_hours": 3.0}, "risk-aware": {"window_hours": 3.0},
+         "risk-aware:choose=evidence": {"window_hours": 3.0, "backtest_hours": 2.0,
+                                        "cadence_hours": 1.0}}
+"""Parameters that keep the planners quick on the generated markets (the evidence's backtests
+on the generated markets' first slots)."""
+
+VARIANTS = [*sorted(POLICIES), "risk-aware:choose=evidence"]
+"""Every registered policy, and the parameters that change how a policy works."""
 
 
 class Recorder:
@@ -54,7 +61,7 @@ class Recorder:
 
 
 def policy_for(name, data, jobs):
-    cls = POLICIES[name]
+    cls = POLICIES[PolicySpec.parse(name).name]
     context = {k: v for k, v in (("data", data), ("jobs", jobs))
                if k in getattr(cls, "CONTEXT", ())}
     return make_policy(name, **SMALL.get(name, {}), **context)
@@ -82,12 +89,12 @@ def constrained(draw):
                           checkpoint_gb=draw(st.sampled_from([0.0, 50.0]))) for j in jobs]
 
 
-@pytest.mark.parametrize("name", sorted(POLICIES))
+@pytest.mark.parametrize("name", VARIANTS)
 def test_every_policy_meets_the_protocol_under_its_name(name):
     data = flat_data(np.array([[1.0, 1.5, 0.8]]), np.array([[2, 0, 3]]))
     policy = policy_for(name, data, [job("j", workload=1.0, release=0.0, soft=3 * HOUR)])
     assert isinstance(policy, Policy)
-    assert policy.name == name
+    assert policy.name == PolicySpec.parse(name).name
     for hook, protocol in (("observe_settled", SettlementObserver), ("planner", PlannerNamer)):
         if hasattr(type(policy), hook):
             assert isinstance(policy, protocol)
@@ -118,7 +125,7 @@ def test_the_engine_hands_each_closed_slot_to_a_settlement_observer(scenario):
         np.testing.assert_array_equal(availability, data.availability[:, obs.slot])
 
 
-@pytest.mark.parametrize("name", sorted(POLICIES))
+@pytest.mark.parametrize("name", VARIANTS)
 @settings(max_examples=examples(16), deadline=None)
 @given(scenario=constrained())
 def test_answers_keep_counts_allowed_markets_caps_and_the_spot_the_boundary_shows(
@@ -140,7 +147,7 @@ def test_answers_keep_counts_allowed_markets_caps_and_the_spot_the_boundary_show
         assert all(spot[m] <= obs.availability_now[m] for m in range(len(obs.markets)))
 
 
-@pytest.mark.parametrize("name", sorted(POLICIES))
+@pytest.mark.parametrize("name", VARIANTS)
 @settings(max_examples=examples(6), deadline=None)
 @given(scenario=scenarios())
 def test_same_inputs_give_the_same_plan(name, scenario):
@@ -151,7 +158,7 @@ def test_same_inputs_give_the_same_plan(name, scenario):
     assert answers(first) == answers(second)
 
 
-@pytest.mark.parametrize("name", sorted(POLICIES))
+@pytest.mark.parametrize("name", VARIANTS)
 @settings(max_examples=examples(6), deadline=None)
 @given(scenario=scenarios())
 def test_a_policy_pickled_mid_run_carries_on_exactly(name, scenario):

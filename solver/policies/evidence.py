@@ -1,0 +1,159 @@
+"""The planner chosen on the market's own evidence: a backtest of each planner on the recent
+history of the market being served.
+
+A job falls in a class (:func:`job_class`: fixed count or instance range, one market or
+several, a market shared with another active job or not). When a job of a class arrives and
+the class has no choice yet, or its choice is older than ``cadence_hours`` of market time, the
+chooser replays the class's active jobs (:func:`replayed`: what is left of each, its deadlines
+shrunk onto the replay when they reach further) over the last ``history_hours`` of closed
+slots the policy has seen (at least :data:`MIN_HISTORY_SHARE` of them), once under each
+candidate planner (every job of the replay routed to it), with the project's simulator, the
+forecasters first learning up to ``warmup_hours`` of closed slots before the replay. The
+planner of the highest total utility is chosen, but the class keeps its incumbent (its last
+choice, else the fallback) unless the winner beats it by more than ``margin`` of the replayed
+jobs' on-demand bill. Only closed slots are read, so a choice never depends on a later price;
+the simulator is deterministic, so the same history gives the same choice. With too little
+history a job gets the route the caller falls back on (the routing table's), and says so.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from solver.forecast.models import MarketModels
+from solver.job import Job
+from solver.market import SECONDS_PER_HOUR, MarketData
+from solver.observation import JobView, Observation
+from solver.policies.protocol import Policy
+from solver.policies.routing import PlannerName, fixed_count
+from solver.policies.selection import on_demand_bill
+from solver.simulator import simulate
+
+MIN_HISTORY_SHARE = 0.25
+"""The share of ``history_hours`` that must be closed before a backtest is trusted."""
+
+JobClass = tuple[bool, bool, bool]
+"""``(fixed count, several markets, shares a market)``."""
+
+
+def job_class(obs: Observation, view: JobView) -> JobClass:
+    """The class of ``view``'s job among the active jobs of ``obs`` (module doc)."""
+    mine = [m.key for m in obs.markets if view.job.may_use(m.key)]
+    shared = any(other.job.may_use(key) for other in obs.jobs if other.id != view.id
+                 for key in mine)
+    return (fixed_count(view), len(mine) > 1, shared)
+
+
+def describe(cls: JobClass) -> str:
+    """A class in words."""
+    fixed, several, shared = cls
+    return (f"{'fixed-count' if fixed else 'ranged'} "
+            f"{'multi-market' if several else 'single-market'} "
+            f"{'shared' if shared else 'unshared'}")
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """A class's planner, why, and the slot of the backtest it came from."""
+
+    planner: PlannerName
+    reason: str
+    slot: int
+
+
+def replayed(view: JobView, start: float, end: float, now: float) -> Job:
+    """What is left of ``view``'s job at ``now``, released at ``start``: its deadlines and work
+    shrunk by the same factor (and its values with them) when its hard deadline lies further
+    from ``now`` than ``end`` from ``start``."""
+    job = view.job
+    span = job.hard_deadline - now
+    factor = min(1.0, (end - start) / span)
+    return replace(
+        job, workload=view.remaining * factor, release=start,
+        soft_deadline=start + max(job.soft_deadline - now, span / 2) * factor,
+        hard_deadline=start + span * factor,
+        value=job.value * factor, value_at_hard_deadline=job.value_at_hard_deadline * factor,
+        miss_penalty=job.miss_penalty * factor)
+
+
+class EvidenceChooser:
+    """Chooses each job class's planner by backtest (module doc); ``build`` makes a policy
+    that routes every job to one planner."""
+
+    def __init__(self, build: Callable[[PlannerName], Policy], history_hours: float = 48.0,
+                 cadence_hours: float = 24.0, warmup_hours: float = 120.0,
+                 margin: float = 0.02) -> None:
+        for name, value in (("history_hours", history_hours), ("cadence_hours", cadence_hours),
+                            ("warmup_hours", warmup_hours), ("margin", margin)):
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name}={value!r}: expected a non-negative number")
+        if history_hours <= 0:
+            raise ValueError(f"history_hours={history_hours!r}: expected a positive number")
+        self.build = build
+        self.history_hours = history_hours
+        self.cadence_hours = cadence_hours
+        self.warmup_hours = warmup_hours
+        self.margin = margin
+        self.choices: dict[JobClass, Choice] = {}
+
+    def choose(self, obs: Observation, view: JobView, candidates: Sequence[PlannerName],
+               fallback: PlannerName) -> tuple[PlannerName, str]:
+        """The planner of ``view``'s job, newly admitted, among ``candidates`` (``fallback``
+        while too little history is closed), and why."""
+        cls = job_class(obs, view)
+        if obs.slot < _slots(self.history_hours * MIN_HISTORY_SHARE, obs.slot_seconds):
+            return fallback, (f"routes: {obs.slot * obs.slot_hours:g} h of history, a "
+                              f"backtest needs {self.history_hours * MIN_HISTORY_SHARE:g} h")
+        held = self.choices.get(cls)
+        fresh = held is not None and (
+            obs.slot - held.slot < _slots(self.cadence_hours, obs.slot_seconds))
+        if held is None or not fresh or held.planner not in candidates:
+            held = self.choices[cls] = self._backtest(obs, view, cls, candidates,
+                                                        held.planner if held else fallback)
+        return held.planner, held.reason
+
+    def _backtest(self, obs: Observation, view: JobView, cls: JobClass,
+                  candidates: Sequence[PlannerName], incumbent: PlannerName) -> Choice:
+        jobs = [v for v in obs.jobs if v.id == view.id or job_class(obs, v) == cls]
+        data, models = _recent(obs, min(obs.slot, _slots(self.history_hours, obs.slot_seconds)),
+                               _slots(self.warmup_hours, obs.slot_seconds))
+        end = data.slot_start(data.n_slots)
+        replays = [replayed(v, data.origin, end, obs.time) for v in jobs]
+        utilities = {}
+        for planner in candidates:
+            run = simulate(data, replays, self.build(planner), models=copy.deepcopy(models),
+                           migration=obs.migration)
+            utilities[planner] = run.total_utility
+        best = max(candidates, key=lambda p: (utilities[p], -candidates.index(p)))
+        if incumbent not in candidates:
+            incumbent = best
+        bill = sum(on_demand_bill(j, obs.markets) for j in replays)
+        if utilities[best] - utilities[incumbent] <= self.margin * bill:
+            best = incumbent
+        scores = ", ".join(f"{p} {utilities[p]:.2f}" for p in candidates)
+        return Choice(best, f"evidence: {describe(cls)} jobs, backtest utility USD over the "
+                      f"last {data.n_slots * obs.slot_hours:g} h: {scores}", obs.slot)
+
+
+def _slots(hours: float, slot_seconds: float) -> int:
+    return max(1, math.ceil(hours * SECONDS_PER_HOUR / slot_seconds - 1e-9))
+
+
+def _recent(obs: Observation, history: int, warmup: int) -> tuple[MarketData, MarketModels]:
+    """The last ``history`` closed slots as market data, and forecasters that learned the up to
+    ``warmup`` closed slots before them."""
+    first = obs.slot - history
+    origin = obs.time - history * obs.slot_seconds
+    data = MarketData.from_slots(obs.markets, origin, obs.slot_seconds,
+                                 obs.price_history[:, first:], obs.availability_history[:, first:])
+    start = max(0, first - warmup)
+    models = MarketModels(len(obs.markets), origin - (first - start) * obs.slot_seconds,
+                          obs.slot_seconds)
+    for s in range(start, first):
+        models.learn(obs.price_history[:, s], obs.availability_history[:, s])
+    return data, models
+
+

@@ -1,0 +1,165 @@
+"""The planner chosen on the market's own evidence: the backtest's best planner, on closed
+slots only, the same every run, and said in the decision."""
+
+import numpy as np
+import pytest
+
+from solver.engine import Engine
+from solver.policies import make_policy
+from solver.policies.evidence import EvidenceChooser, job_class
+from solver.policies.risk_aware import RiskAware
+from solver.policies.routing import PROGRAM, RULE
+from solver.simulator import simulate
+from tests.solver.helpers import HOUR, flat_data, job
+
+SLOTS = 48
+RELEASE = 24
+"""Each market runs 48 hourly slots; the job arrives after 24 of them, which the backtest
+replays."""
+
+FLICKER = (np.full((1, SLOTS), 1.0), np.array([[t % 2 for t in range(SLOTS)]]), 0.0)
+"""Cheap spot every other hour and no restart overhead: taking spot whenever it shows up (the
+rule) beats planning on it."""
+COSTLY_RESTARTS = (np.full((1, SLOTS), 2.5), np.array([[(t // 6) % 2 for t in range(SLOTS)]]),
+                   1800.0)
+"""Spot at 2.5 of 3.0 USD/h in 6 h runs and a half-hour restart: the rule's restarts cost more
+than spot saves; the program keeps on-demand."""
+
+
+def _job(overhead):
+    return job("j", workload=16.0, release=RELEASE * HOUR, soft=SLOTS * HOUR, value=0.0,
+               restart_overhead=overhead)
+
+
+def _policy():
+    return RiskAware(choose="evidence", backtest_hours=24.0, window_hours=12.0, margin=0.02)
+
+
+class Watch:
+    """Passes the policy's answers through and records the job's planner and reason when it is
+    first routed."""
+
+    def __init__(self, policy):
+        self.policy = policy
+        self.name = policy.name
+        self.routed = None
+
+    def decide(self, obs):
+        answer = self.policy.decide(obs)
+        if self.routed is None and self.policy.planner("j") is not None:
+            self.routed = (self.policy.planner("j"), self.policy.planner_reason("j"))
+        return answer
+
+
+def _backtests(price, availability, overhead):
+    """Each planner's utility over the 24 closed hours before the job, run here alone."""
+    history = flat_data(price[:, :RELEASE], availability[:, :RELEASE])
+    replay = job("j", workload=16.0, release=0.0, soft=RELEASE * HOUR, value=0.0,
+                 restart_overhead=overhead)  # its 24 h to the deadline fit in the replay
+    return {p: simulate(history, [replay], _policy().routed_to(p)).total_utility
+            for p in ("program", "window", "rule")}
+
+
+@pytest.mark.parametrize(("market", "best"), [(FLICKER, RULE), (COSTLY_RESTARTS, PROGRAM)])
+def test_the_planner_the_backtest_shows_best_is_chosen_and_named_with_its_reason(market, best):
+    price, availability, overhead = market
+    scores = _backtests(price, availability, overhead)
+    assert max(scores, key=lambda p: scores[p]) == best  # the market is as constructed
+    assert scores[best] > min(scores.values()) + 1.0
+    watch = Watch(_policy())
+    result = simulate(flat_data(price, availability), [_job(overhead)], watch)
+    planner, reason = watch.routed
+    assert planner == best
+    assert reason.startswith("evidence: fixed-count single-market unshared jobs")
+    assert all(f"{p} {u:.2f}" in reason for p, u in scores.items())
+    # every decision names the planner
+    assert {p for _, job_id, _ in result.decisions for p in [watch.policy.planner(job_id)]
+            } <= {planner, None}
+
+
+def test_the_choice_uses_no_future_slot():
+    """Prices and availability after the job's arrival slot changed: the same choice and the
+    same decisions up to that slot."""
+    price, availability, overhead = FLICKER
+    later_price, later_availability = price.copy(), availability.copy()
+    later_price[:, RELEASE + 1:] = 0.3
+    later_availability[:, RELEASE + 1:] = 1 - later_availability[:, RELEASE + 1:]
+    runs = []
+    for p, a in ((price, availability), (later_price, later_availability)):
+        watch = Watch(_policy())
+        result = simulate(flat_data(p, a), [_job(overhead)], watch)
+        runs.append((watch.routed, [d for d in result.decisions if d[0] <= RELEASE]))
+    assert runs[0] == runs[1]
+    assert runs[0][1]  # the job was decided at its arrival
+
+
+def test_the_same_market_gives_the_same_choice_and_plan():
+    price, availability, overhead = COSTLY_RESTARTS
+    runs = []
+    for _ in range(2):
+        watch = Watch(_policy())
+        result = simulate(flat_data(price, availability), [_job(overhead)], watch)
+        runs.append((watch.routed, result.decisions))
+    assert runs[0] == runs[1]
+
+
+def test_too_little_history_keeps_the_routing_table_and_says_so():
+    price, availability, _ = FLICKER
+    early = job("j", workload=4.0, release=2 * HOUR, soft=SLOTS * HOUR, value=0.0)
+    watch = Watch(_policy())
+    simulate(flat_data(price, availability), [early], watch)
+    assert watch.routed == (PROGRAM, "routes: 2 h of history, a backtest needs 6 h")
+
+
+def test_a_class_keeps_its_choice_until_the_cadence_has_passed():
+    """A backtest per class and cadence: a second job of the class within it gets the same
+    answer without a new backtest."""
+    price, availability, _ = FLICKER
+    data = flat_data(price, availability)
+    built = []
+
+    def build(planner):
+        built.append(planner)
+        return make_policy("risk-aware").routed_to(planner)
+
+    chooser = EvidenceChooser(build, history_hours=8.0, cadence_hours=10.0)
+    engine = Engine(data.markets, data.origin, data.slot_seconds, make_policy("greedy"),
+                    data.n_slots)
+    engine.add_job(job("a", workload=30.0, release=0.0, soft=40 * HOUR))
+    answers = []
+    for t in range(20):
+        decided = engine.decide(data.boundary_price[:, t], data.boundary_availability[:, t])
+        view = decided.observation.jobs[0]
+        if t in (8, 12, 18):
+            answers.append(chooser.choose(decided.observation, view, (PROGRAM, RULE), PROGRAM))
+            assert job_class(decided.observation, view) == (True, False, False)
+        engine.settle(data.price[:, t], data.availability[:, t])
+    assert built == [PROGRAM, RULE, PROGRAM, RULE]  # at slots 8 and 18, not 12
+    assert answers[0] == answers[1]
+
+
+def test_a_chooser_refuses_a_negative_setting():
+    with pytest.raises(ValueError, match=r"cadence_hours=-1\.0: expected a non-negative number"):
+        EvidenceChooser(lambda p: make_policy("greedy"), cadence_hours=-1.0)
+    with pytest.raises(ValueError, match=r"choose='best': expected one of routes, evidence"):
+        RiskAware(choose="best")
+
+
+def test_a_decision_explains_why_its_job_has_its_planner():
+    price, availability, overhead = FLICKER
+    data = flat_data(price, availability)
+    engine = Engine(data.markets, data.origin, data.slot_seconds, _policy(), data.n_slots)
+    engine.add_job(_job(overhead))
+    for t in range(RELEASE + 1):
+        decided = engine.decide(data.boundary_price[:, t], data.boundary_availability[:, t])
+        engine.settle(data.price[:, t], data.availability[:, t])
+    why = decided.explain("j")
+    assert why.planner == RULE
+    assert why.planner_reason.startswith("evidence: fixed-count single-market unshared jobs")
+    routes = Engine(data.markets, data.origin, data.slot_seconds, make_policy("risk-aware"),
+                    data.n_slots)
+    routes.add_job(_job(overhead))
+    for t in range(RELEASE + 1):
+        decided = routes.decide(data.boundary_price[:, t], data.boundary_availability[:, t])
+        routes.settle(data.price[:, t], data.availability[:, t])
+    assert decided.explain("j").planner_reason == ""  # the routing table says nothing more

@@ -22,6 +22,12 @@ is admitted and kept for its life:
   (:class:`~solver.policies.forecast_sources.DistributionForecast`: spot only where it is
   ``confidence`` likely, priced with the expected cost of losing it), re-solved every slot, on
   the spot the other planners' jobs left.
+
+That is the routing table (``choose=routes``, the default). With ``choose=evidence`` a job's
+planner is instead the one a backtest on the market's recent closed history shows best for its
+class of job (:mod:`solver.policies.evidence`), re-run every ``cadence_hours`` of market time,
+kept unless beaten by ``margin`` of the jobs' on-demand bill; the routing table's answer until
+enough history is closed.
 """
 
 from __future__ import annotations

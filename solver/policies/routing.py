@@ -4,10 +4,11 @@ A planning policy (``risk-aware``, ``chc``) is a composition of planners behind 
 (:class:`Planner`): the stochastic program (:class:`~solver.policies.programs.SingleJobPrograms`,
 :data:`PROGRAM`), the window program of Committed Horizon Control (:data:`WINDOW`) and the
 prediction-free threshold rule (:data:`RULE`). :func:`route` is the table; a :class:`Router`
-applies it to each job when the job is first seen (admitted) and keeps the answer for the job's
-life, so a job never changes planner from slot to slot (a job whose re-solve must wait for the
-per-slot solve budget follows the plan it has), and every decision names the planner that made
-it (:meth:`Router.planner`).
+applies it (or, with a :class:`Chooser`, chooses on evidence among the planners that can plan
+the job, the table its fallback) to each job when the job is first seen (admitted) and keeps
+the answer for the job's life, so a job never changes planner from slot to slot (a job whose
+re-solve must wait for the per-slot solve budget follows the plan it has), and every decision
+names the planner that made it (:meth:`Router.planner`).
 """
 
 from __future__ import annotations
@@ -109,9 +110,10 @@ class Router:
 
     def assign(self, obs: Observation, plannable: Callable[[JobView], bool]
                ) -> Mapping[str, PlannerName]:
-        """The route of each job of ``obs`` (new jobs routed now, a market shared when another
-        fixed-count job of ``obs`` may use it, a job of an instance range :func:`roomy` on
-        ``obs`` when the router has a ``ranged_rule``); jobs gone are forgotten."""
+        """The route of each job of ``obs`` (new jobs routed now: by the table, a market shared
+        when another fixed-count job of ``obs`` may use it, a job of an instance range
+        :func:`roomy` on ``obs`` when the router has a ``ranged_rule``; or by the chooser, the
+        table's answer its fallback); jobs gone are forgotten."""
         spacious = (lambda v: roomy(obs, v)) if self.ranged_rule else _never
         users = Counter(m.key for v in obs.jobs if fixed_count(v)
                         for m in obs.markets if v.job.may_use(m.key))

@@ -71,7 +71,7 @@ class RiskAware(Composition):
         choose: str = "routes",
         backtest_hours: float = 48.0,
         cadence_hours: float = 24.0,
-        margin: float = 0.1,
+        margin: float = 0.25,
         data: MarketData | None = None,
         source: ForecastSource | None = None,
         only: PlannerName | None = None,

@@ -16,18 +16,33 @@ from __future__ import annotations
 import pickle
 import struct
 
-_PUSH_FIXED = {  # opcode: bytes of its argument; pushes one value
-    pickle.NONE[0]: 0, pickle.NEWTRUE[0]: 0, pickle.NEWFALSE[0]: 0, pickle.BININT[0]: 4,
-    pickle.BININT1[0]: 1, pickle.BININT2[0]: 2, pickle.BINFLOAT[0]: 8,
-    pickle.EMPTY_DICT[0]: 0, pickle.EMPTY_LIST[0]: 0}
-_PUSH_SIZED = {  # opcode: (bytes of its length, struct format); pushes one value
-    pickle.SHORT_BINUNICODE[0]: (1, "<B"), pickle.BINUNICODE[0]: (4, "<I"),
-    pickle.BINUNICODE8[0]: (8, "<Q"), pickle.SHORT_BINBYTES[0]: (1, "<B"),
-    pickle.BINBYTES[0]: (4, "<I"), pickle.BINBYTES8[0]: (8, "<Q"),
-    pickle.BYTEARRAY8[0]: (8, "<Q"), pickle.LONG1[0]: (1, "<B"), pickle.LONG4[0]: (4, "<i")}
-_TUPLE_N = {pickle.TUPLE1[0]: 1, pickle.TUPLE2[0]: 2, pickle.TUPLE3[0]: 3}
-_TO_MARK = {pickle.APPENDS[0], pickle.SETITEMS[0], pickle.POP_MARK[0]}
+(_PUSH, _MEMOIZE, _GET1, _GET4, _SIZED1, _SIZED4, _SIZED4_SIGNED, _SIZED8, _TUPLE_N, _MARK,
+ _TUPLE, _TO_MARK, _POP, _REDUCE, _GLOBAL, _PERSID, _EMPTY_TUPLE, _FRAME, _PROTO, _STOP,
+ _REFUSED) = range(21)
+_KIND = [_REFUSED] * 256
+"""What each opcode does to the stack: only those snapshots are written with."""
+_ARG = [0] * 256
+"""Bytes of a fixed argument (``_PUSH``), or items taken (``_TUPLE_N``, ``_POP``)."""
+for _code, _kind, _arg in (
+        (pickle.NONE, _PUSH, 0), (pickle.NEWTRUE, _PUSH, 0), (pickle.NEWFALSE, _PUSH, 0),
+        (pickle.BININT, _PUSH, 4), (pickle.BININT1, _PUSH, 1), (pickle.BININT2, _PUSH, 2),
+        (pickle.BINFLOAT, _PUSH, 8), (pickle.EMPTY_DICT, _PUSH, 0), (pickle.EMPTY_LIST, _PUSH, 0),
+        (pickle.MEMOIZE, _MEMOIZE, 0), (pickle.BINGET, _GET1, 0), (pickle.LONG_BINGET, _GET4, 0),
+        (pickle.SHORT_BINUNICODE, _SIZED1, 0), (pickle.SHORT_BINBYTES, _SIZED1, 0),
+        (pickle.LONG1, _SIZED1, 0), (pickle.BINUNICODE, _SIZED4, 0), (pickle.BINBYTES, _SIZED4, 0),
+        (pickle.LONG4, _SIZED4_SIGNED, 0), (pickle.BINUNICODE8, _SIZED8, 0),
+        (pickle.BINBYTES8, _SIZED8, 0), (pickle.BYTEARRAY8, _SIZED8, 0),
+        (pickle.TUPLE1, _TUPLE_N, 1), (pickle.TUPLE2, _TUPLE_N, 2), (pickle.TUPLE3, _TUPLE_N, 3),
+        (pickle.MARK, _MARK, 0), (pickle.TUPLE, _TUPLE, 0), (pickle.APPENDS, _TO_MARK, 0),
+        (pickle.SETITEMS, _TO_MARK, 0), (pickle.POP_MARK, _TO_MARK, 0),
+        (pickle.APPEND, _POP, 1), (pickle.BUILD, _POP, 1), (pickle.POP, _POP, 1),
+        (pickle.SETITEM, _POP, 2), (pickle.REDUCE, _REDUCE, 0),
+        (pickle.STACK_GLOBAL, _GLOBAL, 0), (pickle.BINPERSID, _PERSID, 0),
+        (pickle.EMPTY_TUPLE, _EMPTY_TUPLE, 0), (pickle.FRAME, _FRAME, 0),
+        (pickle.PROTO, _PROTO, 0), (pickle.STOP, _STOP, 0)):
+    _KIND[_code[0]], _ARG[_code[0]] = _kind, _arg
 _ATOM = (0, 1)
+_U4, _I4, _U8 = struct.Struct("<I"), struct.Struct("<i"), struct.Struct("<Q")
 
 
 class NestingRefused(ValueError):
@@ -37,93 +52,98 @@ class NestingRefused(ValueError):
 def check_nesting(data: bytes, max_depth: int, max_items: int) -> None:
     """Nothing when ``data`` is a pickle of the opcodes snapshots use whose tuples are within
     the bounds (module doc); else :class:`NestingRefused`."""
-    view = memoryview(data)
+    try:
+        _scan(data, max_depth, max_items)
+    except (IndexError, struct.error):
+        raise NestingRefused("malformed pickle: it reads past its end or its memo") from None
+
+
+def _scan(data: bytes, max_depth: int, max_items: int) -> None:
     stack: list[tuple[int, int]] = []  # (depth, items) of each value
     marks: list[int] = []
     memo: list[tuple[int, int]] = []
-    i, end = 0, len(data)
-
-    def to_mark() -> list[tuple[int, int]]:
-        if not marks:
-            raise NestingRefused("malformed pickle: no mark")
-        fence = marks.pop()
-        items = stack[fence:]
-        del stack[fence:]
-        return items
-
-    def tuple_of(items: list[tuple[int, int]]) -> tuple[int, int]:
-        depth = 1 + max((d for d, _ in items), default=0)
-        size = 1 + sum(n for _, n in items)
-        if depth > max_depth:
-            raise NestingRefused(f"tuples nested {depth} deep (at most {max_depth})")
-        if size > max_items:
-            raise NestingRefused(f"a tuple of {size:,} items with its nested ones (at most "
-                                 f"{max_items:,})")
-        return depth, size
-
-    def pop(n: int) -> list[tuple[int, int]]:
-        if len(stack) - (marks[-1] if marks else 0) < n:
-            raise NestingRefused("malformed pickle: stack underflow")
-        items = stack[len(stack) - n:]
-        del stack[len(stack) - n:]
-        return items
-
+    push, remember = stack.append, memo.append
+    fence, i, end = 0, 0, len(data)  # fence: where the stack's top part, after the mark, starts
     while i < end:
         op = data[i]
+        kind = _KIND[op]
         i += 1
-        fixed = _PUSH_FIXED.get(op)
-        if fixed is not None:
-            i += fixed
-            stack.append(_ATOM)
-            continue
-        sized = _PUSH_SIZED.get(op)
-        if sized is not None:
-            width, layout = sized
-            (length,) = struct.unpack_from(layout, view, i)
-            i += width + max(length, 0)
-            stack.append(_ATOM)
-            continue
-        count = _TUPLE_N.get(op)
-        if count is not None:
-            stack.append(tuple_of(pop(count)))
-        elif op == pickle.MARK[0]:
-            marks.append(len(stack))
-        elif op == pickle.MEMOIZE[0]:
-            if not stack:
-                raise NestingRefused("malformed pickle: nothing to memoize")
-            memo.append(stack[-1])
-        elif op in (pickle.BINGET[0], pickle.LONG_BINGET[0]):
-            width = 1 if op == pickle.BINGET[0] else 4
-            (index,) = struct.unpack_from("<B" if width == 1 else "<I", view, i)
-            i += width
-            if index >= len(memo):
-                raise NestingRefused("malformed pickle: memo index out of range")
-            stack.append(memo[index])
-        elif op == pickle.EMPTY_TUPLE[0]:
-            stack.append((1, 1))
-        elif op == pickle.TUPLE[0]:
-            stack.append(tuple_of(to_mark()))
-        elif op in _TO_MARK:
-            to_mark()
-        elif op == pickle.APPEND[0] or op == pickle.BUILD[0] or op == pickle.POP[0]:
-            pop(1)
-        elif op == pickle.SETITEM[0]:
-            pop(2)
-        elif op == pickle.STACK_GLOBAL[0]:
-            pop(2)
-            stack.append(_ATOM)
-        elif op == pickle.REDUCE[0]:  # what it makes counts as its arguments (a named tuple)
-            stack.append(pop(2)[1])
-        elif op == pickle.BINPERSID[0]:
-            pop(1)
-            stack.append(_ATOM)
-        elif op == pickle.FRAME[0]:
-            i += 8
-        elif op == pickle.PROTO[0]:
+        if kind == _PUSH:
+            i += _ARG[op]
+            push(_ATOM)
+        elif kind == _MEMOIZE:
+            remember(stack[-1])
+        elif kind == _GET4:
+            push(memo[_U4.unpack_from(data, i)[0]])
+            i += 4
+        elif kind == _SIZED1:
+            i += 1 + data[i]
+            push(_ATOM)
+        elif kind == _GET1:
+            push(memo[data[i]])
             i += 1
-        elif op == pickle.STOP[0]:
+        elif kind == _REDUCE:  # what it makes counts as its arguments (a named tuple)
+            if len(stack) - fence < 2:
+                raise NestingRefused("malformed pickle: stack underflow")
+            made = stack.pop()
+            stack[-1] = made
+        elif kind in (_TUPLE_N, _POP):
+            count = _ARG[op]
+            if len(stack) - fence < count:
+                raise NestingRefused("malformed pickle: stack underflow")
+            items = stack[len(stack) - count:]
+            del stack[len(stack) - count:]
+            if kind == _TUPLE_N:
+                push(_tuple_of(items, max_depth, max_items))
+        elif kind == _MARK:
+            marks.append(fence)
+            fence = len(stack)
+        elif kind in (_TUPLE, _TO_MARK):
+            if not marks:
+                raise NestingRefused("malformed pickle: no mark")
+            items = stack[fence:]
+            del stack[fence:]
+            fence = marks.pop()
+            if kind == _TUPLE:
+                push(_tuple_of(items, max_depth, max_items))
+        elif kind == _SIZED4:
+            i += 4 + _U4.unpack_from(data, i)[0]
+            push(_ATOM)
+        elif kind == _SIZED4_SIGNED:
+            i += 4 + max(0, _I4.unpack_from(data, i)[0])
+            push(_ATOM)
+        elif kind == _SIZED8:
+            i += 8 + _U8.unpack_from(data, i)[0]
+            push(_ATOM)
+        elif kind == _GLOBAL:
+            if len(stack) - fence < 2:
+                raise NestingRefused("malformed pickle: stack underflow")
+            del stack[-1]
+            stack[-1] = _ATOM
+        elif kind == _PERSID:
+            if len(stack) - fence < 1:
+                raise NestingRefused("malformed pickle: stack underflow")
+            stack[-1] = _ATOM
+        elif kind == _EMPTY_TUPLE:
+            push((1, 1))
+        elif kind == _FRAME:
+            i += 8
+        elif kind == _PROTO:
+            i += 1
+        elif kind == _STOP:
             return
         else:
             raise NestingRefused(f"opcode {bytes([op])!r} at byte {i - 1:,}, which snapshots "
                                  "are not written with")
     raise NestingRefused("malformed pickle: no STOP")
+
+
+def _tuple_of(items: list[tuple[int, int]], max_depth: int, max_items: int) -> tuple[int, int]:
+    depth = 1 + max((d for d, _ in items), default=0)
+    size = 1 + sum(n for _, n in items)
+    if depth > max_depth:
+        raise NestingRefused(f"tuples nested {depth} deep (at most {max_depth})")
+    if size > max_items:
+        raise NestingRefused(f"a tuple of {size:,} items with its nested ones (at most "
+                             f"{max_items:,})")
+    return depth, size

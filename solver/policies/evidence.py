@@ -67,14 +67,14 @@ class Choice:
 def replayed(view: JobView, start: float, end: float, now: float) -> Job:
     """What is left of ``view``'s job at ``now``, released at ``start``: its deadlines and work
     shrunk by the same factor (and its values with them) when its hard deadline lies further
-    from ``now`` than ``end`` from ``start``."""
+    from ``now`` than ``end`` from ``start`` (a job due after ``now``, with work left)."""
     job = view.job
     span = job.hard_deadline - now
     factor = min(1.0, (end - start) / span)
     return replace(
         job, workload=view.remaining * factor, release=start,
         soft_deadline=start + max(job.soft_deadline - now, span / 2) * factor,
-        hard_deadline=start + span * factor,
+        hard_deadline=min(start + span * factor, end),
         value=job.value * factor, value_at_hard_deadline=job.value_at_hard_deadline * factor,
         miss_penalty=job.miss_penalty * factor)
 
@@ -117,7 +117,8 @@ class EvidenceChooser:
 
     def _backtest(self, obs: Observation, view: JobView, cls: JobClass,
                   candidates: Sequence[PlannerName], incumbent: PlannerName) -> Choice:
-        jobs = [v for v in obs.jobs if v.id == view.id or job_class(obs, v) == cls]
+        jobs = [v for v in obs.jobs if (v.id == view.id or job_class(obs, v) == cls)
+                and v.job.hard_deadline > obs.time and v.remaining > 0]
         data, models = _recent(obs, min(obs.slot, _slots(self.history_hours, obs.slot_seconds)),
                                _slots(self.warmup_hours, obs.slot_seconds))
         end = data.slot_start(data.n_slots)

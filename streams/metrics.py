@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from solver.decision import SlotDecision
 from solver.job import Allocation, Job
 from solver.observation import Decision, JobView, Observation
-from solver.policies.protocol import Policy, SettlementObserver, planner_of
+from solver.policies.protocol import Policy, SettlementObserver, planner_of, planner_reason_of
 from streams.contract import (
     EpochClosed,
     EventError,
@@ -146,6 +146,10 @@ class TimedPolicy:
     def planner(self, job_id: str) -> str | None:
         """The planner the timed policy decides the job with."""
         return planner_of(self.policy, job_id)
+
+    def planner_reason(self, job_id: str) -> str:
+        """Why the timed policy gave the job its planner, where it says."""
+        return planner_reason_of(self.policy, job_id)
 
 
 def _gauge(registry: CollectorRegistry, name: str, doc: str, labels: Sequence[str] = ()

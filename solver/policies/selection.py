@@ -45,7 +45,7 @@ from solver.experts import LEARNERS, Exp3, Hedge, RegretTrace, Round
 from solver.job import Allocation, Job
 from solver.market import Market
 from solver.observation import Decision, JobView, Observation
-from solver.policies.protocol import Policy, planner_of
+from solver.policies.protocol import Policy, planner_of, planner_reason_of
 from solver.policies.spec import PolicySpec, parse_pool
 
 DEFAULT_POOL = (
@@ -262,6 +262,12 @@ class PolicySelection:
         if member is None:
             return None
         return planner_of(member, job_id)
+
+    def planner_reason(self, job_id: str) -> str:
+        """Why the member playing the job gave it its planner, where the member says."""
+        assigned = self._assigned.get(job_id)
+        member = self._live.get(assigned.played) if assigned is not None else None
+        return planner_reason_of(member, job_id) if member is not None else ""
 
     def _member(self, k: int) -> Policy:
         return self._make(self.selector.pool[k], **self._member_context)

@@ -38,7 +38,8 @@ def test_the_decisions_reason_carries_the_evidence_its_planner_was_chosen_on():
 
 def test_policy_selection_says_why_its_member_gave_the_job_its_planner():
     member = "risk-aware(choose=evidence;backtest_hours=24;window_hours=12;margin=0.02)"
-    _, decided = _decided_at_arrival(make_policy(f"policy-selection:pool={member},fallback={member}"))
+    selection = make_policy(f"policy-selection:pool={member},fallback={member}")
+    _, decided = _decided_at_arrival(selection)
     why = decided.explain("j")
     assert why.planner == "rule"
     assert why.planner_reason.startswith("evidence: fixed-count single-market unshared jobs")

@@ -130,3 +130,34 @@ def test_every_decision_names_its_planner(name):
         assert named == {"fixed": {"greedy"}, "range": {"greedy"}}
     else:
         assert all(p <= set(PLANNERS) | {"uniform-progress"} for p in named.values())
+
+
+def test_with_a_chooser_a_shared_or_roomy_job_is_routed_by_the_evidence_not_the_table():
+    """Two fixed-count jobs sharing a market and a job of an instance range: the chooser is
+    asked among the planners that can plan each, the table's answer its fallback, and its
+    answer and reason are kept."""
+
+    class Chooser:
+        def __init__(self):
+            self.asked = []
+
+        def choose(self, obs, view, candidates, fallback):
+            self.asked.append((view.id, candidates, fallback))
+            return candidates[0], f"first of {len(candidates)}"
+
+    chooser = Chooser()
+    router = Router(programs=True, ranged_rule=True, chooser=chooser)
+    obs = type("Obs", (), {})()
+    obs.markets = tuple(markets(2))
+    obs.jobs = _views(job(id="a"), job(id="b"), job(id="ranged", n_min=1, n_max=3),
+                      job(id="od", allow_spot=False))
+    obs.outlooks = [SimpleNamespace(levels=SimpleNamespace(share_at_least=lambda n: 1.0))] * 2
+    assert dict(router.assign(obs, lambda v: True)) == {
+        "a": PROGRAM, "b": PROGRAM, "ranged": WINDOW, "od": WINDOW}
+    assert chooser.asked == [("a", (PROGRAM, WINDOW, RULE), RULE),
+                             ("b", (PROGRAM, WINDOW, RULE), RULE),
+                             ("ranged", (WINDOW, RULE), RULE)]
+    assert router.reason("a") == "first of 3"
+    assert router.reason("od") == "only the window plans this job"
+    router.assign(obs, lambda v: False)
+    assert len(chooser.asked) == 3  # routes are kept for the jobs' lives

@@ -12,10 +12,10 @@ the stage is recovered first (:meth:`PartitionStages.recover`):
 
 1. from the newest base: the stage in memory, or the newest snapshot this worker can read
    (:mod:`streams.pipeline.snapshot`; a refused one is logged in one line and the other slot
-   tried). Whatever reading a snapshot raises refuses it, and never stops the worker; so is a
+   tried). Whatever reading a snapshot raises refuses it, without stopping the worker; a
    snapshot older than the one before the newest the worker knows of for the partition (by
    the signed sequence numbers of the manifests it has read and the snapshots it has
-   written): an old snapshot appended again is not restored;
+   written) is refused too: an old snapshot appended again is not restored;
 2. with neither, from a fresh stage at the start of the partition's log — a rebuild from the
    log; when the log no longer starts at offset 0, what came before is missing and the log
    line says so;

@@ -152,10 +152,16 @@ class AwsConnector:
         self._clients: dict[str, Any] = {}
         self._regions = set(options.regions)
         self._reported: set[str] = set()
+        self._session: boto3.session.Session | None = None
 
     def _boto3_client(self, region: str) -> Any:
-        return boto3.client("ec2", region_name=region, endpoint_url=self.options.endpoint_url,
-                            config=_CLIENT_CONFIG)
+        """An EC2 client of this connector's own session: credentials are looked up when it
+        starts, not taken from a session another part of the process set up earlier."""
+        if self._session is None:
+            self._session = boto3.session.Session()
+        return self._session.client("ec2", region_name=region,
+                                    endpoint_url=self.options.endpoint_url,
+                                    config=_CLIENT_CONFIG)
 
     def _client(self, region: str) -> Any:
         if region not in self._clients:

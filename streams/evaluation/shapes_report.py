@@ -11,24 +11,35 @@ from streams.reports.tables import ReportTable, keyed_table
 
 def shapes_tables(cases: Sequence[Case], results: Sequence[CaseResult], title: str
                   ) -> list[ReportTable]:
-    """Each policy's mean cost over the optimum's, a row per shape, and for the shapes of
-    several jobs a window (fleets) their mean utility over the optimum's (``—`` where the
-    optimum did not run or its figure is not positive)."""
+    """Per zone count, each policy's mean cost over the optimum's in each shape (a column
+    each) and, for the shapes of several jobs a window (fleets), its mean utility over the
+    optimum's (``—`` where the optimum did not run or its figure is not positive)."""
     policies = list(dict.fromkeys(p for r in results for p in r.policies if p != "optimum"))
-    columns = ["shape", *policies]
-    tables = [keyed_table(f"{title}: mean cost ÷ the optimum's", columns,
-                          [_row(r, policies, "mean_cost_usd") for r in results])]
-    fleets = [r for c, r in zip(cases, results, strict=True)
-              if any(len(e.jobs) > 1 for e in c.episodes)]
-    if fleets:
-        tables.append(keyed_table(f"{title}, fleets: mean utility ÷ the optimum's", columns,
-                                  [_row(r, policies, "mean_utility") for r in fleets]))
+    groups: dict[str, list[tuple[str, bool, CaseResult]]] = {}
+    for case, result in zip(cases, results, strict=True):
+        zones, _, shape = case.name.removeprefix("shapes ").partition(" zones ")
+        fleet = any(len(e.jobs) > 1 for e in case.episodes)
+        groups.setdefault(f"{zones} zones", []).append((shape, fleet, result))
+    tables = []
+    for zones, shapes in groups.items():
+        tables.append(_table(f"{title}, {zones}: mean cost ÷ the optimum's", policies,
+                             [(s, r) for s, _, r in shapes], "mean_cost_usd"))
+        fleets = [(s, r) for s, fleet, r in shapes if fleet]
+        if fleets:
+            tables.append(_table(f"{title}, {zones}, fleets: mean utility ÷ the optimum's",
+                                 policies, fleets, "mean_utility"))
     return tables
 
 
-def _row(result: CaseResult, policies: Sequence[str], figure: str) -> list[str]:
+def _table(title: str, policies: Sequence[str], shapes: Sequence[tuple[str, CaseResult]],
+           figure: str) -> ReportTable:
+    rows = [[p, *(_ratio(r, p, figure) for _, r in shapes)] for p in policies]
+    return keyed_table(title, ["policy", *(s for s, _ in shapes)], rows)
+
+
+def _ratio(result: CaseResult, policy: str, figure: str) -> str:
     optimum = result.policies.get("optimum")
     base = getattr(optimum, figure) if optimum is not None else 0.0
-    cells = [f"{getattr(result.policies[p], figure) / base:.3f}"
-             if base > 0 and p in result.policies else "—" for p in policies]
-    return [result.name, *cells]
+    if base <= 0 or policy not in result.policies:
+        return "—"
+    return f"{getattr(result.policies[policy], figure) / base:.3f}"

@@ -92,7 +92,7 @@ CASES = [
     (["replay", "--jobs", "{typo}"], "field 'hard_dedline' = '2025-01-07T06:00:00Z': expected a "
      "known job field (did you mean 'hard_deadline'?)"),
     (["evaluate", "--scenario", "cantbelate"], "--scenario cantbelate: expected one of "
-     "cant-be-late, multi-region, fine-tune, scarce (did you mean 'cant-be-late'?)"),
+     "cant-be-late, multi-region, fine-tune, scarce, shapes (did you mean 'cant-be-late'?)"),
     (["worker", "--markets-file", "{trace}"], "--markets-file (SPOTSCHED_MARKETS_FILE) {trace}: "
      "expected a readable JSON file"),
     (["connector", "sim", "--synthetic-markets", "0"],

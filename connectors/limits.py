@@ -26,7 +26,6 @@ DEFAULT_MAX_INSTANCES = 256
 """Most instances all jobs' latest decisions may ask for together, unless set otherwise."""
 
 
-
 class RefusedDecision(PermanentError):
     """A decision outside the connector's limits; ``limit`` names the one it broke."""
 

@@ -9,6 +9,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY solver ./solver
+COPY evaluation ./evaluation
 COPY streams ./streams
 COPY connectors ./connectors
 RUN pip install . \

@@ -86,7 +86,7 @@ def profile(windows: int, top: int) -> None:
     from solver.evaluation.cells import EvaluationPlan
     from solver.evaluation.cells import run as play_all
     from solver.evaluation.scenarios import build_cases
-    from streams.traces import load_trace
+    from solver.traces import load_trace
 
     cases = build_cases(load_trace(trace()), ["cant-be-late"], windows, 0)
     start = time.process_time()
@@ -115,10 +115,10 @@ def span(seconds: list[float], workers: int) -> float:
 
 
 def schedule(windows: int, counts: list[int]) -> None:
+    from evaluation.runner import longest_first, longest_trainings
     from solver.evaluation.cells import EvaluationPlan, play_cell
     from solver.evaluation.scenarios import build_cases, trainings
-    from streams.evaluation.runner import longest_first, longest_trainings
-    from streams.traces import load_trace
+    from solver.traces import load_trace
 
     plan = EvaluationPlan(tuple(build_cases(load_trace(trace()), ["cant-be-late"], windows, 0)))
     cells = longest_first(plan, plan.cells())

@@ -13,9 +13,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from connectors.feeds.base import PriceChange
+from connectors.feeds.planner import FeedGrid, plan
 from solver.market import Market
-from streams.feeds.base import PriceChange
-from streams.feeds.planner import FeedGrid, plan
 
 DAYS = 30
 MARKETS = 10

@@ -62,7 +62,7 @@ def synthetic(repeat: int) -> None:
 
 def artifact(repeat: int) -> None:
     from solver.market import tick_slots
-    from streams.traces import load_trace
+    from solver.traces import load_trace
 
     root = Path(os.environ.get("SPOTSCHED_TRACES_DIR", "../shared/traces"))
     path = root / ARTIFACT_TRACE

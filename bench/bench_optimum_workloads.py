@@ -38,7 +38,7 @@ WINDOW_SLOTS = 352
 
 
 def v100() -> tuple[MarketData, list[Job]] | None:
-    from streams.traces import load_trace
+    from solver.traces import load_trace
 
     path = Path(os.environ.get("SPOTSCHED_TRACES_DIR", "../shared/traces")) / ARTIFACT_TRACE
     if not path.exists():

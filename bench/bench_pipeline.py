@@ -56,8 +56,8 @@ from solver.workload import WorkloadSpec, generate_jobs
 from streams.contract import Envelope, EpochClosed, MarketBoundary, dump_event, parse_event
 from streams.kafka.clients import publish_replay
 from streams.kafka.topics import ensure_topics
-from streams.pipeline import PipelineConfig
-from streams.replay import trace_events
+from streams.pipeline.declaration import PipelineConfig
+from streams.pipeline.trace_events import trace_events
 from streams.runners.memory import MemoryPipeline
 from streams.settings import Settings, Topics, env_name, write_catalogue
 

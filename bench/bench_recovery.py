@@ -67,10 +67,10 @@ from streams.kafka.clients import publish_replay
 from streams.kafka.partitions import partition_for
 from streams.kafka.state import KafkaState
 from streams.kafka.topics import ensure_topics
-from streams.pipeline import decision_rows
+from streams.pipeline.decisions import decision_rows
 from streams.pipeline.declaration import PIPELINE, PipelineConfig
 from streams.pipeline.snapshot import SnapshotKeys, pickle_state, restore, seal
-from streams.replay import trace_events
+from streams.pipeline.trace_events import trace_events
 from streams.runners.memory import MemoryPipeline, run_in_memory
 from streams.runners.tick_consumer import group_id
 from streams.settings import Settings, write_catalogue

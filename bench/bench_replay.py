@@ -20,8 +20,8 @@ from rich.table import Table
 from solver.market import build_market_data
 from solver.policies import make_policy
 from solver.simulator import simulate
+from solver.traces import load_traces
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.traces import load_traces
 
 TRACE = ("skynomad-artifact/"
          "aws_p3.2xlarge_availability_and_spot_price_2023-02-15_to_2023-04-02.csv.gz")

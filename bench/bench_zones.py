@@ -22,8 +22,8 @@ from rich.table import Table
 
 from solver.evaluation.compare import compare_policies
 from solver.market import build_market_data
+from solver.traces import load_traces
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.traces import load_traces
 
 FOLDER = "skypilot-spot-traces/availability/1-node/aws-02-15-2023"
 ZONES = ("us-east-1a", "us-east-1c", "us-east-1d", "us-east-2b", "us-west-2a", "us-west-2b")

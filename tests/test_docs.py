@@ -106,7 +106,7 @@ def test_the_kafka_walkthrough_serves_metrics_stops_its_broker_and_feeds_no_live
 
 def test_readme_says_how_the_demo_marks_the_recommended_policy() -> None:
     from solver.policies.spec import RECOMMENDED
-    from streams.reports.replay import RECOMMENDED_MARK
+    from streams.cli.reports.replay_summary import RECOMMENDED_MARK
 
     said = " ".join((ROOT / "README.md").read_text().split())
     assert f"the recommended policy, `{RECOMMENDED}`, is marked `{RECOMMENDED_MARK}`" in said

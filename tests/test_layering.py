@@ -1,5 +1,16 @@
-"""The import graph keeps the layers apart: the solver is pure, the contract stands alone,
-connectors see only what a consumer of decisions needs, and nothing imports in a circle.
+"""The import graph keeps the layers apart, each package importing only those beneath it:
+
+- ``solver``: the model, the policies and the trace readers; pure, it imports only itself;
+- ``evaluation``: plays the solver's evaluation plans (executors, cache, progress); only the
+  solver beneath it;
+- ``streams``: the event contract (standing alone), the pipeline (the contract, the settings
+  and the partitioner), its runners, the Kafka clients, metrics, settings and the command
+  line, which alone may run evaluations;
+- ``connectors``: decision consumers and live feeds, on the contract, the settings, the client
+  layer and the command line's shared options, with which they declare their own commands;
+  nothing of ``streams`` imports them.
+
+Nothing imports in a circle.
 
 Every import counts, those inside functions too: a cycle dodged by a late import is still a
 cycle."""
@@ -12,9 +23,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("solver", "streams", "connectors")
+PACKAGES = ("solver", "evaluation", "streams", "connectors")
 CONNECTOR_MAY_USE = ("streams.contract", "streams.settings", "streams.kafka.clients",
-                     "streams.kafka.connect", "streams.runtime")
+                     "streams.kafka.connect", "streams.kafka.partitions", "streams.kafka.topics",
+                     "streams.runtime", "streams.metrics_registry", "streams.cli.common",
+                     "streams.cli.errors", "streams.cli.options")
+PIPELINE_MAY_USE = ("streams.pipeline", "streams.contract", "streams.settings",
+                    "streams.kafka.partitions")
 
 
 def _module_name(path: Path) -> str:
@@ -67,6 +82,24 @@ def test_the_solver_imports_only_itself():
 def test_the_contract_imports_nothing_of_the_solver_or_the_pipeline():
     leaks = [(m, d) for m, deps in GRAPH.items() if m.startswith("streams.contract")
              for d in deps if not d.startswith("streams.contract")]
+    assert leaks == []
+
+
+def test_evaluation_runs_the_solver_only():
+    assert [(m, d) for m, d in _edges("evaluation")
+            if not d.startswith(("solver", "evaluation"))] == []
+
+
+def test_the_pipeline_knows_no_runner_client_or_command():
+    leaks = [(m, d) for m, deps in GRAPH.items() if m.startswith("streams.pipeline")
+             for d in deps if d.startswith("streams") and not d.startswith(PIPELINE_MAY_USE)]
+    assert leaks == []
+
+
+def test_streams_imports_no_connector_and_only_its_command_line_runs_evaluations():
+    leaks = [(m, d) for m, d in _edges("streams")
+             if d.startswith("connectors")
+             or (d.startswith("evaluation") and not m.startswith("streams.cli"))]
     assert leaks == []
 
 

@@ -3,7 +3,7 @@ public traces.
 
 :data:`CALIBRATION` is :func:`calibrate`'s result on the public traces, rounded and kept here
 so that the suite runs without them (re-derive it with ``python -m
-streams.evaluation.calibrate_shapes``, which loads the traces and prints the table):
+evaluation.calibrate_shapes``, which loads the traces and prints the table):
 
 * prices from the SpotLake daily region means of AWS GPU types: a zone's spot price as a share
   of on-demand (the log of each series' mean over the on-demand price of types with a known

@@ -37,7 +37,7 @@ def counted(n: int, noun: str) -> str:
 
 def on_demand_prices(flags: list[str] | None, file: Path | None) -> dict[str, float]:
     """The user's on-demand prices from --prices and --on-demand-price."""
-    from streams.traces.price_table import on_demand_overrides
+    from solver.traces.price_table import on_demand_overrides
 
     return on_demand_overrides(flags or (), file)
 
@@ -45,7 +45,7 @@ def on_demand_prices(flags: list[str] | None, file: Path | None) -> dict[str, fl
 def load_trace_files(traces: list[Path], flags: list[str] | None,
                      file: Path | None) -> list[MarketTicks]:
     """The markets of trace files, priced with --on-demand-price and --prices."""
-    from streams.traces import load_traces
+    from solver.traces import load_traces
 
     return load_traces(traces, on_demand_prices=on_demand_prices(flags, file))
 

@@ -27,10 +27,10 @@ def decisions(
     reason. A decision written again after a worker's restart (the same idempotency key) is
     marked as a replay: connectors apply each key once. --json prints the events as they are,
     with their idempotency keys."""
+    from streams.cli.reports.decisions import REPLAY_MARK, SeenKeys, decisions_table
     from streams.contract import ProvisioningDecision, dump_event
     from streams.contract.printable import printable
     from streams.kafka.clients import read_decisions
-    from streams.reports.decisions import REPLAY_MARK, SeenKeys, decisions_table
 
     settings = one_shot_settings(follow, bootstrap_servers=bootstrap_servers)
     broker_logging()

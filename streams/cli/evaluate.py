@@ -48,7 +48,7 @@ def _forecast_kinds() -> tuple[str, ...]:
 
 
 def _executors() -> tuple[str, ...]:
-    from streams.evaluation.runner import EXECUTORS
+    from evaluation.runner import EXECUTORS
 
     return EXECUTORS
 
@@ -141,14 +141,14 @@ def evaluate(
 
     from rich.console import Console
 
+    from evaluation.cache import default_cache_dir
+    from evaluation.runner import EXECUTORS, Execution
     from solver.choices import one_of
     from solver.evaluation.evaluate import EvaluationSettings
     from solver.evaluation.resample import resample_availability
     from solver.evaluation.shapes import DEFAULT_SHAPES
     from solver.policies.forecast_sources import FORECAST_KINDS
-    from streams.evaluation.cache import default_cache_dir
-    from streams.evaluation.runner import EXECUTORS, Execution
-    from streams.reports.evaluation import run_evaluation
+    from streams.cli.reports.evaluation import run_evaluation
 
     if cache_dir is None and not no_cache:
         cache_dir = default_cache_dir()
@@ -204,7 +204,7 @@ def _multi_region_spec(
     from dataclasses import replace
 
     from solver.evaluation.scenarios import MultiRegionSpec
-    from streams.traces.migration_table import read_migration_table
+    from solver.traces.migration_table import read_migration_table
 
     spec = MultiRegionSpec()
     if not asked:

@@ -17,7 +17,7 @@ import typer
 if TYPE_CHECKING:
     from streams.contract import JobEvent, JobSubmitted
     from streams.kafka.answers import Answer
-    from streams.reports.job_book import JobBook
+    from streams.pipeline.job_book import JobBook
     from streams.settings import Settings
 
 from streams.cli.app import app
@@ -131,9 +131,9 @@ def _one_submission(given: dict[str, str]) -> JobSubmitted:
     line naming the flag."""
     import time
 
-    from streams.replay import submission
-    from streams.traces.errors import MISSING, TraceFormatError
-    from streams.traces.jobs_file import job_of
+    from solver.traces.errors import MISSING, TraceFormatError
+    from solver.traces.jobs_file import job_of
+    from streams.pipeline.trace_events import submission
 
     now = time.time()
     entry = {"release": str(now), **given}
@@ -152,8 +152,8 @@ def _submissions(path: Path) -> list[JobSubmitted]:
     """The file's jobs as submissions; a bad one exits with a one-line error."""
     import time
 
-    from streams.replay import submission
-    from streams.traces.jobs_file import load_jobs
+    from solver.traces.jobs_file import load_jobs
+    from streams.pipeline.trace_events import submission
 
     now = time.time()
     try:
@@ -181,7 +181,7 @@ def _book(settings: Settings, every: bool) -> JobBook:
     """What the service knows of its jobs: their submissions and the last epoch closed, and
     when ``every`` job's state is wanted, the decisions and dead letters too."""
     from streams.kafka.topic_reader import read_topics
-    from streams.reports.job_book import BOOK_TYPES, JOB_TYPES, JobBook
+    from streams.pipeline.job_book import BOOK_TYPES, JOB_TYPES, JobBook
 
     topics = settings.topics
     book = JobBook(topics.job_events)

@@ -184,7 +184,7 @@ def check_on_demand_prices(values: list[str] | None) -> list[str] | None:
     market the command runs on."""
     if not values:
         return values
-    from streams.traces.price_table import parse_flag
+    from solver.traces.price_table import parse_flag
 
     for value in values:
         try:

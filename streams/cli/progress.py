@@ -18,7 +18,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from streams.reports.live import LiveBar, clock
+from evaluation.live import LiveBar, clock
 
 PLAIN_EVERY_SECONDS = 30.0
 """The longest silence between two plain lines while work goes on."""

@@ -50,7 +50,7 @@ def _publish_replay(
     from streams.cli.progress import Steps
     from streams.kafka.clients import publish_replay
     from streams.kafka.connect import BrokerError
-    from streams.replay import trace_events
+    from streams.pipeline.trace_events import trace_events
 
     broker_logging()
     settings = command_settings(bootstrap_servers=bootstrap_servers,
@@ -124,7 +124,7 @@ def replay(
 
     In-process through the simulator (no broker needed), or into Kafka with
     --bootstrap-servers for the workers to schedule."""
-    from streams.reports.replay import (
+    from streams.cli.reports.replay_summary import (
         hindsight_notes,
         jobs_table,
         summary_table,
@@ -165,8 +165,8 @@ def _replay_inputs(ticks: list[MarketTicks], slot_seconds: float, jobs: Path | N
     """The market data and the workload of a replay: the --jobs file or generated jobs; market
     data too short for them is blamed on ``span_flag``, the flag that sets its length."""
     from solver.market import build_market_data
+    from solver.traces.jobs_file import load_jobs
     from solver.workload import SpanTooShort, WorkloadSpec, generate_jobs
-    from streams.traces.jobs_file import load_jobs
 
     try:
         data = build_market_data(ticks, slot_seconds)
@@ -189,9 +189,9 @@ def _simulate(data: MarketData, workload: list[Job], policies: list[str],
     priced by the built-in migration table, or ``migration_table`` laid over it."""
     from solver.evaluation.compare import compare_policies
     from solver.migration import DEFAULT_MIGRATION
+    from solver.traces.migration_table import read_migration_table
     from streams.cli.progress import Steps
     from streams.kafka.partitions import partition_for
-    from streams.traces.migration_table import read_migration_table
 
     try:
         migration = DEFAULT_MIGRATION if migration_table is None \

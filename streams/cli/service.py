@@ -9,17 +9,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
+    from streams.cli.reports.dead_letters import ReasonCount
     from streams.contract import DeadLetter
     from streams.kafka.service_status import ServiceStatus
-    from streams.reports.dead_letters import ReasonCount
-    from streams.reports.job_book import JobBook, JobView
+    from streams.pipeline.job_book import JobBook, JobView
 
 from streams.cli.app import app
 from streams.cli.common import broker_logging, counted, one_shot_settings, run_on_broker
 from streams.cli.errors import console, diagnostics, fail
 from streams.cli.options import Broker, FlagError, non_negative, one_of
 from streams.contract.printable import printable
-from streams.reports.job_states import ACTIVE_STATES, STATES
+from streams.pipeline.job_states import ACTIVE_STATES, STATES
 
 JsonLines = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
 Follow = Annotated[bool, typer.Option(
@@ -56,7 +56,7 @@ def jobs(
     import json
 
     from streams.kafka.topic_reader import read_topics
-    from streams.reports.job_book import BOOK_TYPES, JobBook
+    from streams.pipeline.job_book import BOOK_TYPES, JobBook
 
     settings = one_shot_settings(follow, bootstrap_servers=bootstrap_servers)
     broker_logging()
@@ -124,7 +124,7 @@ def _change_line(view: JobView, book: JobBook) -> str:
 def _print_jobs(book: JobBook, views: list[JobView]) -> None:
     """The jobs as a table, with where each runs or why it was rejected or failed below, and
     what the table leaves out."""
-    from streams.reports.jobs_table import jobs_table, others_line
+    from streams.cli.reports.jobs_table import jobs_table, others_line
 
     console.print(jobs_table(book, views, console))
     for view in views:  # where each runs, why each was rejected or failed
@@ -136,9 +136,9 @@ def _print_jobs(book: JobBook, views: list[JobView]) -> None:
 
 
 def _print_history(view: JobView, book: JobBook) -> None:
+    from streams.cli.reports.decisions import REPLAY_NOTE, SeenKeys
+    from streams.cli.reports.jobs_table import duration, epoch_line
     from streams.contract import DeadLetter, JobProgress, ProvisioningDecision
-    from streams.reports.decisions import REPLAY_NOTE, SeenKeys
-    from streams.reports.jobs_table import duration, epoch_line
 
     job, now = view.submitted, book.now
     say(f"{view.job_id}: {view.state}" + (f" ({view.detail})" if view.detail else ""))
@@ -224,9 +224,9 @@ def dead_letters(
 
     Each dead letter's time, source topic, partition and offset, key, error and reason; the
     newest 20 unless told (--limit), or --summary, counted by reason."""
+    from streams.cli.reports.dead_letters import by_reason, newest, wanted
     from streams.contract import DeadLetter, dump_event
     from streams.kafka.topic_reader import read_topics
-    from streams.reports.dead_letters import by_reason, newest, wanted
 
     settings = one_shot_settings(follow, bootstrap_servers=bootstrap_servers)
     broker_logging()
@@ -272,7 +272,7 @@ def dead_letters(
 
 
 def _print_summary(counts: list[ReasonCount], where: str) -> None:
-    from streams.reports.tables import add_key_column, add_number_columns, cell, report_table
+    from streams.cli.reports.tables import add_key_column, add_number_columns, cell, report_table
 
     table = report_table(f"{sum(c.count for c in counts):,} dead letters on {where} by reason "
                          "(times in UTC)")

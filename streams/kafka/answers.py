@@ -20,7 +20,7 @@ from aiokafka.structs import RecordMetadata
 from streams.contract import EpochClosed, JobSubmitted
 from streams.kafka.connect import start_client
 from streams.kafka.topic_reader import Offsets, read_topics
-from streams.reports.job_book import JobBook
+from streams.pipeline.job_book import JobBook
 from streams.settings import Settings
 
 Verdict = Literal["decided", "rejected", "queued", "unanswered"]

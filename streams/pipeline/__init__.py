@@ -17,13 +17,3 @@ the log restores it exactly; stages ignore what they have already seen.
 :class:`~streams.pipeline.driver.Driver` feeds them messages and turns whatever a message
 makes them raise into a dead letter.
 """
-
-from streams.pipeline.coordinator import EpochCoordinator
-from streams.pipeline.decisions import decision_rows
-from streams.pipeline.declaration import PIPELINE, PipelineConfig
-from streams.pipeline.market_stage import MarketStage
-from streams.pipeline.scheduler import PartitionScheduler
-from streams.pipeline.stage import RejectedEvent, epoch_index
-
-__all__ = ["PIPELINE", "EpochCoordinator", "MarketStage", "PartitionScheduler",
-           "PipelineConfig", "RejectedEvent", "decision_rows", "epoch_index"]

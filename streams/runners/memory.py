@@ -37,7 +37,7 @@ from streams.pipeline.declaration import (
 )
 from streams.pipeline.driver import Batch, Driver
 from streams.pipeline.stage import Fault, Message
-from streams.replay import ReplayEvent
+from streams.pipeline.trace_events import ReplayEvent
 from streams.settings import Topics
 
 E = TypeVar("E", bound=Envelope)

@@ -12,7 +12,7 @@ from solver.market import build_market_data
 from solver.policies import PolicySpec
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.replay import trace_events
+from streams.pipeline.trace_events import trace_events
 from streams.runners.memory import run_in_memory
 
 log = logging.getLogger(__name__)

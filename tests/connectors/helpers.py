@@ -16,7 +16,7 @@ from solver.market import MarketData, MarketTicks, build_market_data
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
 from streams.contract import Envelope, ProvisioningDecision, dump_event, parse_event
-from streams.replay import trace_events
+from streams.pipeline.trace_events import trace_events
 from streams.runners.memory import run_in_memory
 from streams.settings import Settings
 

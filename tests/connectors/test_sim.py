@@ -23,8 +23,8 @@ from streams.contract import (
     dump_event,
     parse_event,
 )
-from streams.pipeline import PipelineConfig
-from streams.replay import trace_events
+from streams.pipeline.declaration import PipelineConfig
+from streams.pipeline.trace_events import trace_events
 from streams.runners.memory import MemoryPipeline
 from tests.connectors.helpers import SLOT, Replay, decision, replay
 

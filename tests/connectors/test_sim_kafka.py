@@ -18,7 +18,7 @@ from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
 from streams.contract import AvailabilityTick, JobFinished, JobProgress
 from streams.kafka.clients import publish_replay
-from streams.replay import trace_events
+from streams.pipeline.trace_events import trace_events
 from tests.connectors.helpers import SLOT, read_all
 from tests.kafka.pipeline_harness import Pipeline
 

@@ -30,9 +30,9 @@ from connectors.base import FatalError, TransientError
 from connectors.sim import SimConnector
 from connectors.worker import ConnectorWorker, WorkerOptions, build_connector, parse_image_ids
 from solver.synthetic import SyntheticMarketSpec
+from solver.traces import load_traces
 from streams.cli import app
 from streams.settings import Settings, write_catalogue
-from streams.traces import load_traces
 from tests.connectors.helpers import committed, decision, publish, read_all
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,11 +10,11 @@ import socket
 
 import pytest
 
+from connectors.feeds import aws as aws_feed
+from connectors.feeds.aws import AwsSpotPriceSource
+from connectors.feeds.base import FeedError, PermanentFeedError, PriceChange, TransientFeedError
+from connectors.feeds.retry import RateLimitedLog, RetryPolicy, retrying
 from solver.market import Market
-from streams.feeds import aws as aws_feed
-from streams.feeds.aws import AwsSpotPriceSource
-from streams.feeds.base import FeedError, PermanentFeedError, PriceChange, TransientFeedError
-from streams.feeds.retry import RateLimitedLog, RetryPolicy, retrying
 
 T0 = 1_736_121_600.0
 EAST_A = Market("aws", "us-east-1", "us-east-1a", "p3.2xlarge", 3.06)

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from connectors.feeds.catalogue import feed_markets
 from solver.market import Market
 from streams.cli import app
-from streams.feeds.catalogue import feed_markets
 
 runner = CliRunner()
 CATALOGUE = Path(__file__).resolve().parents[2] / "deploy" / "synthetic-markets.json"

@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 from aiokafka import AIOKafkaProducer
 
+from connectors.feeds.base import PriceChange
+from connectors.feeds.planner import FeedGrid, is_feed_tick, plan
 from solver.market import Market, MarketTicks, build_market_data
 from solver.synthetic import SYNTHETIC_START, SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
@@ -25,13 +27,11 @@ from streams.contract import (
     ProvisioningDecision,
     dump_event,
 )
-from streams.feeds.base import PriceChange
-from streams.feeds.planner import FeedGrid, is_feed_tick, plan
 from streams.kafka.clients import publish_job_events
 from streams.kafka.partitions import partition_for
 from streams.kafka.topics import ensure_topics
-from streams.pipeline import decision_rows
-from streams.replay import submission, trace_events
+from streams.pipeline.decisions import decision_rows
+from streams.pipeline.trace_events import submission, trace_events
 from streams.runners.memory import run_in_memory
 from tests.feeds.spot_history import SeededHistory
 from tests.kafka.pipeline_harness import REPO, Pipeline

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from connectors.feeds.base import PriceChange
+from connectors.feeds.planner import AVAILABILITY, PRICE, FeedGrid, plan, position
 from solver.market import Market
 from streams.contract import AvailabilityTick, PriceTick
-from streams.feeds.base import PriceChange
-from streams.feeds.planner import AVAILABILITY, PRICE, FeedGrid, plan, position
-from streams.pipeline import MarketStage
+from streams.pipeline.market_stage import MarketStage
 from tests.properties import examples
 
 MARKET = Market("aws", "us-east-1", "us-east-1a", "p3.2xlarge", 3.06)

@@ -10,8 +10,8 @@ import pytest
 from solver.forecast import baseline_factories, evaluate_markets, market_factory
 from solver.forecast.evaluation import mean_over_markets
 from solver.market import MarketData, build_market_data
-from streams.traces import load_trace
-from streams.traces.spotlake_daily import load_spotlake_daily
+from solver.traces import load_trace
+from solver.traces.spotlake_daily import load_spotlake_daily
 from tests.traces_dir import needs_traces, traces_dir
 
 pytestmark = [pytest.mark.traces, needs_traces]

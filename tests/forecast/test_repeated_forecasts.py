@@ -13,8 +13,8 @@ from solver.forecast.semi_markov import SemiMarkovAvailability
 from solver.market import build_market_data
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from streams.contract import PublishedForecast, dump_event
-from streams.pipeline import MarketStage
-from streams.replay import trace_events
+from streams.pipeline.market_stage import MarketStage
+from streams.pipeline.trace_events import trace_events
 
 
 def published(ticks: list) -> tuple[int, str]:

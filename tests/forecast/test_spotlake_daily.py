@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from solver.market import build_market_data
-from streams.traces.errors import TraceFormatError
-from streams.traces.spotlake_daily import load_spotlake_daily
+from solver.traces.errors import TraceFormatError
+from solver.traces.spotlake_daily import load_spotlake_daily
 
 HEADER = "cloud,region,instance_type,date,open,high,low,close,avg\n"
 

@@ -20,8 +20,8 @@ from solver.workload import WorkloadSpec, generate_jobs
 from streams.contract import DeadLetter, Envelope, ProvisioningDecision
 from streams.kafka.clients import read_events
 from streams.kafka.partitions import partition_for
-from streams.pipeline import decision_rows
-from streams.replay import ReplayEvent, trace_events
+from streams.pipeline.decisions import decision_rows
+from streams.pipeline.trace_events import ReplayEvent, trace_events
 from streams.settings import Settings, Topics, env_name, write_catalogue
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import pytest
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from streams.contract import JobSubmitted, PriceTick, dump_event
 from streams.kafka.clients import publish_replay
-from streams.pipeline import decision_rows
+from streams.pipeline.decisions import decision_rows
 from streams.settings import read_catalogue
 from tests.kafka.console import check_against_the_contract, console_records
 from tests.kafka.pipeline_harness import (

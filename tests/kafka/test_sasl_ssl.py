@@ -21,7 +21,7 @@ from deploy.kafka.devkafka import KafkaBroker, fetch_jars, kafka_home
 from solver.market import build_market_data
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from streams.contract import JobCancelled, JobSubmitted, parse_event
-from streams.pipeline import decision_rows
+from streams.pipeline.decisions import decision_rows
 from streams.settings import Settings
 from tests.kafka.pipeline_harness import REPO, SNAPSHOT_KEY, Pipeline, rows_from_jsonl
 from tests.kafka.tls import make_sasl_ssl

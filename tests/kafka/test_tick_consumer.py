@@ -14,8 +14,8 @@ from streams.contract import MarketBoundary, dump_event
 from streams.kafka.clients import publish_replay
 from streams.kafka.partitions import partition_for
 from streams.kafka.topics import ensure_topics
-from streams.pipeline import MarketStage
-from streams.replay import trace_events
+from streams.pipeline.market_stage import MarketStage
+from streams.pipeline.trace_events import trace_events
 from streams.runners.tick_consumer import TickConsumer, group_id
 from streams.settings import Settings, Topics
 from tests.kafka.pipeline_harness import Pipeline, wait_for

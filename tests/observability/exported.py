@@ -9,7 +9,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, enable_created_metrics
 
-from streams.feeds.metrics import FeedMetrics
+from connectors.feeds.metrics import FeedMetrics
 from streams.metrics import PipelineMetrics
 from streams.metrics_registry import service_registry
 

@@ -26,10 +26,10 @@ from streams.metrics import (
     projected_completion,
     reason_kind,
 )
-from streams.pipeline import PipelineConfig, RejectedEvent
+from streams.pipeline.declaration import PipelineConfig
 from streams.pipeline.driver import Batch, Handling
-from streams.pipeline.stage import Message, Rejection
-from streams.replay import trace_events
+from streams.pipeline.stage import Message, RejectedEvent, Rejection
+from streams.pipeline.trace_events import trace_events
 from streams.runners.memory import MemoryPipeline
 from tests.streams.logged import logged
 

@@ -18,7 +18,7 @@ WINDOW = 1145  # 62 hours of ticks
 
 
 def windows():
-    from streams.traces import load_trace
+    from solver.traces import load_trace
 
     folder = traces_dir() / "skypilot-spot-traces/availability/1-node/aws-02-15-2023"
     starts = sorted(random.Random(0).sample(range(0, 20158 - WINDOW + 1), 4))

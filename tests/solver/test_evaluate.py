@@ -115,7 +115,7 @@ SKYNOMAD = ("skynomad-artifact/"
 
 @pytest.fixture(scope="module")
 def skynomad_cases():
-    from streams.traces import load_trace
+    from solver.traces import load_trace
 
     return cant_be_late_cases(load_trace(traces_dir() / SKYNOMAD), 30, 0)
 

@@ -13,7 +13,7 @@ from solver.evaluation.scenarios import MultiRegionSpec, multi_region_cases
 from solver.policies import make_policy
 from solver.policies.optimum import Optimum
 from solver.simulator import simulate
-from streams.traces import load_trace
+from solver.traces import load_trace
 from tests.traces_dir import needs_traces, traces_dir
 
 pytestmark = [pytest.mark.traces, pytest.mark.slow, needs_traces]

@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 
 from solver.evaluation.compare import compare_policies
 from streams.cli import app
-from streams.reports.replay import hindsight_notes
+from streams.cli.reports.replay_summary import hindsight_notes
 from tests.solver.test_optimum_groups import crowded
 
 

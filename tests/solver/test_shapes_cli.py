@@ -12,7 +12,7 @@ from solver.evaluation.evaluate import CaseResult, PolicyStats
 from solver.evaluation.scenarios import build_cases
 from solver.evaluation.shape_calibration import CALIBRATION
 from streams.cli import app
-from streams.evaluation.shapes_report import shapes_tables
+from streams.cli.reports.shapes import shapes_tables
 from tests.traces_dir import needs_traces, traces_dir
 
 
@@ -74,7 +74,7 @@ def test_evaluate_refuses_a_seed_half_it_does_not_know():
 
 @needs_traces
 def test_the_kept_calibration_is_what_the_traces_give():
-    from streams.evaluation.calibrate_shapes import calibrate_from
+    from evaluation.calibrate_shapes import calibrate_from
 
     derived = calibrate_from(traces_dir())
     for name, kept in vars(CALIBRATION).items():

@@ -3,7 +3,7 @@
 import logging
 import pickle
 
-from streams.evaluation.cache import CellCache
+from evaluation.cache import CellCache
 
 KEY = "ab" + "0" * 62
 

@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
+from solver.traces.jobs_file import load_jobs
 from streams.cli import app
 from streams.cli.replay import _replay_inputs
-from streams.traces.jobs_file import load_jobs
 
 runner = CliRunner()
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from solver.traces import load_traces
 from streams.cli import app
-from streams.traces import load_traces
 
 runner = CliRunner()
 

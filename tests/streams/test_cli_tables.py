@@ -15,13 +15,13 @@ from solver.evaluation.evaluate import CaseResult, PolicyStats
 from solver.market import build_market_data
 from solver.policies.spec import POLICY_NAMES
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from streams.replay import trace_events
-from streams.reports.decisions import decisions_table
-from streams.reports.evaluation import case_table
-from streams.reports.forecast import run_forecast_report
-from streams.reports.replay import jobs_table, summary_table
+from solver.traces.jobs_file import load_jobs
+from streams.cli.reports.decisions import decisions_table
+from streams.cli.reports.evaluation import case_table
+from streams.cli.reports.forecast import run_forecast_report
+from streams.cli.reports.replay_summary import jobs_table, summary_table
+from streams.pipeline.trace_events import trace_events
 from streams.runners.memory import run_in_memory
-from streams.traces.jobs_file import load_jobs
 from tests.forecast.series import capacity, step_prices
 from tests.forecast.test_evaluation import markets
 
@@ -154,10 +154,10 @@ def test_the_decisions_table_names_each_planner_and_marks_replays(decisions):
 
 @pytest.mark.parametrize("width", (120, 160))
 def test_the_job_table_keeps_each_job_on_one_line_at(width, decisions):
+    from streams.cli.reports.jobs_table import jobs_table
     from streams.contract import EpochClosed
-    from streams.replay import submission
-    from streams.reports.job_book import JobBook
-    from streams.reports.jobs_table import jobs_table
+    from streams.pipeline.job_book import JobBook
+    from streams.pipeline.trace_events import submission
 
     book = JobBook("job-events")
     for job in load_jobs(EXAMPLES / "jobs.json"):

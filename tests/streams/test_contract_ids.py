@@ -14,8 +14,8 @@ from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from streams.contract import DeadLetter, EventError, JobSubmitted, parse_event
 from streams.contract.fields import MAX_MARKET_PATTERNS
 from streams.contract.printable import printable
-from streams.pipeline import PartitionScheduler
 from streams.pipeline.driver import Driver, dead_letter
+from streams.pipeline.scheduler import PartitionScheduler
 from streams.pipeline.stage import Message
 
 MARKET = "aws/us-east-1/us-east-1a/p3.2xlarge"

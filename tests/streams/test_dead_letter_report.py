@@ -3,8 +3,8 @@ the counts by reason."""
 
 from datetime import UTC, datetime, timedelta
 
+from streams.cli.reports.dead_letters import by_reason, newest, wanted
 from streams.contract import DeadLetter
-from streams.reports.dead_letters import by_reason, newest, wanted
 
 T0 = datetime(2023, 3, 6, 8, tzinfo=UTC)
 

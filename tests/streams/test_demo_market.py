@@ -8,9 +8,9 @@ import pytest
 
 from solver.evaluation.compare import compare_policies
 from solver.market import build_market_data
+from solver.traces import load_traces
+from solver.traces.jobs_file import load_jobs
 from solver.workload import generate_jobs
-from streams.traces import load_traces
-from streams.traces.jobs_file import load_jobs
 from tests.traces_dir import REPO_ROOT, needs_traces
 
 pytestmark = needs_traces

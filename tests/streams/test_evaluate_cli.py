@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from solver.evaluation.evaluate import CaseResult, PolicyStats
 from streams.cli import app
-from streams.reports.evaluation import case_table, summary
+from streams.cli.reports.evaluation import case_table, summary
 
 
 def write_probe_trace(path, hours=30, zones=("us-east-1a", "us-west-2b")):

@@ -1,9 +1,9 @@
 from rich.console import Console
 
+from evaluation.live import clock
+from evaluation.progress import CellProgress, TimeLeft
 from solver.evaluation.cells import Cell
 from solver.policies import PolicySpec
-from streams.evaluation.progress import CellProgress, TimeLeft
-from streams.reports.live import clock
 
 GREEDY = [Cell(0, "case", k, PolicySpec("greedy")) for k in range(4)]
 CHC = [Cell(0, "case", k, PolicySpec("chc")) for k in range(4)]

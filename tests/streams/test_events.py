@@ -26,7 +26,7 @@ from streams.contract import (
     parse_event,
 )
 from streams.contract.fields import TIME_PATTERN
-from streams.replay import submission
+from streams.pipeline.trace_events import submission
 from tests.streams.strategies import BY_TYPE, events, job_submitted
 
 MARKET = "aws/us-east-1/us-east-1a/p3.2xlarge"

@@ -35,10 +35,11 @@ from streams.contract.fields import (
     MIN_PRICE,
     MIN_THROUGHPUT,
 )
-from streams.pipeline import PipelineConfig, decision_rows
+from streams.pipeline.decisions import decision_rows
+from streams.pipeline.declaration import PipelineConfig
 from streams.pipeline.driver import is_stage_error
 from streams.pipeline.stage import first_boundary
-from streams.replay import trace_events
+from streams.pipeline.trace_events import trace_events
 from streams.runners.memory import MemoryPipeline
 from streams.settings import Topics
 from tests.properties import examples

@@ -14,7 +14,7 @@ from streams.contract import (
     ProvisioningDecision,
     dump_event,
 )
-from streams.reports.job_book import JobBook
+from streams.pipeline.job_book import JobBook
 
 T0 = datetime(2023, 3, 6, 8, tzinfo=UTC)
 HOUR = timedelta(hours=1)

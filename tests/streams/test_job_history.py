@@ -1,9 +1,9 @@
 """``spotsched jobs JOB``: the job's figures with consistent rounding, epochs as times, and a
 decision written twice marked as a harmless replay."""
 
+from streams.cli.reports.decisions import REPLAY_NOTE
 from streams.cli.service import _print_history
 from streams.contract import JobSubmitted
-from streams.reports.decisions import REPLAY_NOTE
 from tests.streams.test_job_book import HOUR, T0, book_of, decided, epoch
 
 

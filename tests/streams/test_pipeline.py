@@ -15,16 +15,13 @@ from streams.contract import (
 )
 from streams.contract.fields import iso
 from streams.kafka.partitions import partition_for
-from streams.pipeline import (
-    EpochCoordinator,
-    MarketStage,
-    PartitionScheduler,
-    RejectedEvent,
-    decision_rows,
-    epoch_index,
-)
+from streams.pipeline.coordinator import EpochCoordinator
+from streams.pipeline.decisions import decision_rows
 from streams.pipeline.declaration import PipelineConfig
-from streams.replay import submission, trace_events
+from streams.pipeline.market_stage import MarketStage
+from streams.pipeline.scheduler import PartitionScheduler
+from streams.pipeline.stage import RejectedEvent, epoch_index
+from streams.pipeline.trace_events import submission, trace_events
 from streams.runners.memory import MemoryPipeline, run_in_memory
 
 SLOT = 3600.0

@@ -8,9 +8,9 @@ import io
 from rich.console import Console
 
 from connectors.log import describe
+from streams.cli.reports.decisions import decisions_table
+from streams.cli.reports.tables import cell
 from streams.contract import ProvisioningDecision
-from streams.reports.decisions import decisions_table
-from streams.reports.tables import cell
 
 HOSTILE = "ok\x1b[2J\nINFO forged\x00\u202eevil"
 SHOWN = "ok\\x1b[2J\\nINFO forged\\x00\\u202eevil"

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from solver.market import SECONDS_PER_HOUR
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
+from solver.traces.jobs_file import load_jobs
 from streams.cli import app
-from streams.reports.plotting import bar_panel
-from streams.traces.jobs_file import load_jobs
+from streams.cli.reports.plotting import bar_panel
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

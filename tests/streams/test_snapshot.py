@@ -37,7 +37,7 @@ from streams.pipeline.snapshot import (
     seal,
 )
 from streams.pipeline.stage import Message, encoded
-from streams.replay import trace_events
+from streams.pipeline.trace_events import trace_events
 from streams.runners.memory import MemoryPipeline
 from streams.settings import Settings
 from tests.streams.logged import logged

@@ -20,7 +20,7 @@ from streams.kafka.state import Manifest
 from streams.metrics import PipelineMetrics
 from streams.pipeline.declaration import PIPELINE, PipelineConfig
 from streams.pipeline.stage import Message
-from streams.replay import trace_events
+from streams.pipeline.trace_events import trace_events
 from streams.runners.recovery import PartitionStages, RecoveryConfig
 from streams.runners.tick_consumer import log_end
 from streams.settings import Settings

@@ -27,11 +27,12 @@ from streams.contract import (
     PublishedForecast,
     dump_event,
 )
-from streams.pipeline import EpochCoordinator, MarketStage, PartitionScheduler, RejectedEvent
+from streams.pipeline.coordinator import EpochCoordinator
 from streams.pipeline.driver import Driver
-from streams.pipeline.market_stage import MAX_BOUNDARIES_PER_TICK
-from streams.pipeline.stage import Fault, Message, Rejection, Relayed, first_boundary
-from streams.replay import submission, trace_events
+from streams.pipeline.market_stage import MAX_BOUNDARIES_PER_TICK, MarketStage
+from streams.pipeline.scheduler import PartitionScheduler
+from streams.pipeline.stage import Fault, Message, RejectedEvent, Rejection, Relayed, first_boundary
+from streams.pipeline.trace_events import submission, trace_events
 from tests.properties import examples
 
 SLOT = 3600.0

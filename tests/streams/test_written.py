@@ -12,10 +12,11 @@ from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
 from streams.contract import EpochClosed, MarketBoundary, PublishedForecast, parse_event
 from streams.contract.codec import read_forecast_envelope
-from streams.pipeline import EpochCoordinator, PartitionScheduler
+from streams.pipeline.coordinator import EpochCoordinator
 from streams.pipeline.outlooks import MADE
+from streams.pipeline.scheduler import PartitionScheduler
+from streams.pipeline.trace_events import trace_events
 from streams.pipeline.written import WRITTEN, Newest
-from streams.replay import trace_events
 from streams.runners.memory import run_in_memory
 
 SLOT = 3600.0

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from streams.traces import TraceFormatError
+from solver.traces import TraceFormatError
 
 
 def fails(

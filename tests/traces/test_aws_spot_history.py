@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streams.traces.aws_spot_history import load_aws_spot_history
+from solver.traces.aws_spot_history import load_aws_spot_history
 
 from .checks import fails, write_json
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streams.traces.cant_be_late import DEFAULT_SPOT_SHARE, DEFAULT_START, load_cant_be_late
-from streams.traces.errors import TraceFormatError
+from solver.traces.cant_be_late import DEFAULT_SPOT_SHARE, DEFAULT_START, load_cant_be_late
+from solver.traces.errors import TraceFormatError
 
 from .checks import fails, write_json
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from solver.job import Job
-from streams.traces.jobs_file import FIELDS, load_jobs
+from solver.traces.jobs_file import FIELDS, load_jobs
 
 from .checks import fails, write_csv, write_json, write_lines
 

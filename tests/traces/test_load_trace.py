@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.traces import load_trace, load_traces
+from solver.traces import load_trace, load_traces
 
 from .checks import fails, write_json, write_lines
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from solver.migration import Place
-from streams.traces.errors import TraceFormatError
-from streams.traces.migration_table import read_migration_table
+from solver.traces.errors import TraceFormatError
+from solver.traces.migration_table import read_migration_table
 
 from .checks import fails, write_csv, write_json
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solver.market import Market, MarketTicks
-from streams.traces.plain_csv import load_plain_csv
+from solver.traces.plain_csv import load_plain_csv
 from tests.properties import examples
 
 from .checks import fails, write_csv, write_lines

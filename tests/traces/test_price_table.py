@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.traces.price_table import on_demand_overrides, parse_flag, read_price_file
+from solver.traces.price_table import on_demand_overrides, parse_flag, read_price_file
 
 from .checks import fails, write_csv, write_json
 

@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from streams.traces.prices import (
+from solver.traces.prices import (
     ON_DEMAND_USD_PER_HOUR,
     UnknownInstanceTypeError,
     cloud_of_zone,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from solver.market import MarketTicks, build_market_data
-from streams.traces import load_trace, load_traces
+from solver.traces import load_trace, load_traces
 from tests.traces_dir import needs_traces, traces_dir
 
 pytestmark = [pytest.mark.traces, needs_traces]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from solver.market import Market, MarketTicks
-from streams.traces.skynomad_csv import COLUMNS, load_skynomad_csv
+from solver.traces.skynomad_csv import COLUMNS, load_skynomad_csv
 
 from .checks import fails, write_csv, write_lines
 

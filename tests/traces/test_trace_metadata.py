@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streams.traces import load_trace
-from streams.traces.cant_be_late import load_cant_be_late
+from solver.traces import load_trace
+from solver.traces.cant_be_late import load_cant_be_late
 
 from .checks import fails, write_json
 

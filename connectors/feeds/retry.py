@@ -1,0 +1,89 @@
+"""Bounded retries with exponential backoff, and warnings that do not flood the log."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from connectors.feeds.base import FeedError, TransientFeedError
+
+T = TypeVar("T")
+
+
+class FeedStopped(Exception):
+    """The feed was asked to stop while it waited to retry."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """At most ``attempts`` tries; waits of ``backoff_seconds`` doubling up to ``max_seconds``."""
+
+    attempts: int = 5
+    backoff_seconds: float = 1.0
+    max_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError(f"--max-attempts {self.attempts}: expected at least 1")
+        if not 0 <= self.backoff_seconds <= self.max_seconds:
+            raise ValueError(f"backoff={self.backoff_seconds!r} s: expected between 0 and "
+                             f"{self.max_seconds!r} s")
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt ``attempt`` (1-based)."""
+        return min(self.backoff_seconds * 2 ** (attempt - 1), self.max_seconds)
+
+
+class RateLimitedLog:
+    """Logs a warning of one kind at most once per ``interval`` seconds, saying how many of
+    that kind it held back meanwhile."""
+
+    def __init__(self, logger: logging.Logger, interval: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.logger = logger
+        self.interval = interval
+        self.clock = clock
+        self._last: dict[str, float] = {}
+        self._held: dict[str, int] = {}
+
+    def warning(self, kind: str, message: str) -> bool:
+        """Log ``message`` unless a ``kind`` warning was logged less than ``interval`` ago;
+        returns whether it was logged."""
+        now = self.clock()
+        if kind in self._last and now - self._last[kind] < self.interval:
+            self._held[kind] = self._held.get(kind, 0) + 1
+            return False
+        held = self._held.pop(kind, 0)
+        suffix = f" ({held} similar warnings held back)" if held else ""
+        self.logger.warning("%s%s", message, suffix)
+        self._last[kind] = now
+        return True
+
+
+async def retrying(call: Callable[[], Awaitable[T]], policy: RetryPolicy, stop: asyncio.Event,
+                   warnings: RateLimitedLog, what: str,
+                   failed: Callable[[], None] | None = None) -> T:
+    """``call()``, retried after :class:`TransientFeedError` with backoff (``failed`` is
+    called after each failed attempt); a :class:`FeedError` saying how many attempts failed
+    once they are used up. Raises :class:`FeedStopped` when ``stop`` is set during a wait."""
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await call()
+        except TransientFeedError as exc:
+            if failed is not None:
+                failed()
+            if attempt >= policy.attempts:
+                raise FeedError(f"{what} failed {attempt} times, giving up; last: {exc}") from exc
+            delay = policy.delay(attempt)
+            warnings.warning(what, f"{what} attempt {attempt} of {policy.attempts} failed "
+                                   f"({exc}); retrying in {delay:g} s")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay)
+            raise FeedStopped

@@ -1,4 +1,5 @@
-"""Bounded retries with exponential backoff, and warnings that do not flood the log."""
+"""Bounded retries with exponential backoff, and warnings that do not flood the log
+(:mod:`streams.rate_limit`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from connectors.feeds.base import FeedError, TransientFeedError
+from streams.rate_limit import RateLimiter
 
 T = TypeVar("T")
 
@@ -46,22 +48,16 @@ class RateLimitedLog:
     def __init__(self, logger: logging.Logger, interval: float = 60.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.logger = logger
-        self.interval = interval
-        self.clock = clock
-        self._last: dict[str, float] = {}
-        self._held: dict[str, int] = {}
+        self._limit = RateLimiter(interval, clock)
 
     def warning(self, kind: str, message: str) -> bool:
         """Log ``message`` unless a ``kind`` warning was logged less than ``interval`` ago;
         returns whether it was logged."""
-        now = self.clock()
-        if kind in self._last and now - self._last[kind] < self.interval:
-            self._held[kind] = self._held.get(kind, 0) + 1
+        passed = self._limit.admit(kind)
+        if passed is None:
             return False
-        held = self._held.pop(kind, 0)
-        suffix = f" ({held} similar warnings held back)" if held else ""
+        suffix = f" ({passed.held} similar warnings held back)" if passed.held else ""
         self.logger.warning("%s%s", message, suffix)
-        self._last[kind] = now
         return True
 
 

@@ -27,7 +27,6 @@ decision in hand finish, commits it and returns.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -47,6 +46,7 @@ from connectors.base import (
 from connectors.metrics import ConnectorMetrics, FailureKind
 from connectors.origin import decisions_origin
 from connectors.store import AppliedKeys, Record
+from streams.backoff import Backoff, stoppable_sleep, with_backoff
 from streams.contract import (
     AvailabilityTick,
     DeadLetter,
@@ -86,9 +86,9 @@ class RuntimeOptions:
                 f"backoff_max_seconds={self.backoff_max_seconds}"
             )
 
-    def backoff(self, attempt: int) -> float:
-        """Seconds to wait after failed attempt ``attempt`` (1-based)."""
-        return min(self.backoff_seconds * 2 ** (attempt - 1), self.backoff_max_seconds)
+    @property
+    def backoff(self) -> Backoff:
+        return Backoff(self.backoff_seconds, self.backoff_max_seconds)
 
 
 class ConnectorRuntime:
@@ -209,24 +209,23 @@ class ConnectorRuntime:
 
     async def _apply(self, decision: ProvisioningDecision, stop: asyncio.Event) -> Applied:
         """Apply with retries; the last TransientError says how many attempts were made."""
-        attempt = 0
-        while True:
-            attempt += 1
+
+        async def apply_once() -> Applied:
             started = time.perf_counter()
             try:
                 return await self.connector.apply(decision)
-            except TransientError as exc:
-                if attempt == self.options.max_attempts:
-                    raise TransientError(f"gave up after {attempt} attempts: {exc}") from exc
-                delay = self.options.backoff(attempt)
-                log.warning("decision %s attempt %d failed (%s); retrying in %.1f s",
-                            decision.idempotency_key, attempt, exc, delay)
             finally:
                 self.metrics.apply_seconds.observe(time.perf_counter() - started)
+
+        async def give_up_or_warn(exc: TransientError, attempt: int, delay: float) -> None:
+            if attempt == self.options.max_attempts:
+                raise TransientError(f"gave up after {attempt} attempts: {exc}") from exc
+            log.warning("decision %s attempt %d failed (%s); retrying in %.1f s",
+                        decision.idempotency_key, attempt, exc, delay)
             self.metrics.retries.inc()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), delay)
-                raise _Stopped
+
+        return await with_backoff(apply_once, self.options.backoff, TransientError,
+                                  give_up_or_warn, stoppable_sleep(stop, _Stopped))
 
     def _step(self, step: str, decision: ProvisioningDecision) -> None:
         if self.options.crash_hook is not None:

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 
 from connectors.base import Applied, FatalError, Feedback, PermanentError
-from connectors.memory import Holding, changes
+from connectors.holding import Holding, changes
 from solver.engine import Engine
 from solver.job import Allocation, Job, JobResult
 from solver.market import MarketData

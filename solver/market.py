@@ -18,7 +18,7 @@ Slot rules (documented in the README, relied on by every policy):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +27,14 @@ from solver.slotting import SlotClose, SlotCutter
 from solver.timefmt import iso_utc
 
 SECONDS_PER_HOUR = 3600.0
+
+
+def hours_to_slots(hours: float, slot_seconds: float,
+                   rounding: Callable[[float], int] = round) -> int:
+    """``hours`` as a whole number of slots of ``slot_seconds``, at least one: the nearest by
+    default, or as ``rounding`` rounds the fraction (:func:`math.ceil`: the slots that cover
+    them)."""
+    return max(1, rounding(hours * SECONDS_PER_HOUR / slot_seconds))
 
 
 @dataclass(frozen=True, slots=True)

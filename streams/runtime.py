@@ -14,26 +14,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
 
 from streams.contract.printable import printable
+from streams.rate_limit import RateLimiter
 from streams.settings import Settings
 
 DEFAULT_INTERVAL_SECONDS = 30.0
-MAX_KINDS = 1_000
-"""Kinds remembered at once; the oldest are forgotten beyond."""
-
-
-@dataclass
-class _Window:
-    started: float
-    held: int = 0
 
 
 class RateLimit(logging.Filter):
@@ -42,29 +33,19 @@ class RateLimit(logging.Filter):
     def __init__(self, interval: float = DEFAULT_INTERVAL_SECONDS,
                  clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
-        self.interval = interval
-        self.clock = clock
-        self._windows: dict[tuple[str, int, str], _Window] = {}
-        self._lock = threading.Lock()
+        self._limit = RateLimiter(interval, clock)
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.WARNING:
             return True
-        key = (record.name, record.levelno, str(record.msg))
-        with self._lock:  # the Kafka clients log from threads of their own too
-            now = self.clock()
-            window = self._windows.get(key)
-            if window is not None and now - window.started < self.interval:
-                window.held += 1
-                return False
-            if window is not None and window.held:
-                record.msg = (f"{record.getMessage()} [{window.held} more like this in the "
-                              f"last {now - window.started:.0f} s]")
-                record.args = ()  # already formatted (an empty tuple, as formatters expect)
-            self._windows.pop(key, None)
-            self._windows[key] = _Window(now)
-            if len(self._windows) > MAX_KINDS:
-                del self._windows[next(iter(self._windows))]
+        # the Kafka clients log from threads of their own too: the limiter takes a lock
+        passed = self._limit.admit((record.name, record.levelno, str(record.msg)))
+        if passed is None:
+            return False
+        if passed.held:
+            record.msg = (f"{record.getMessage()} [{passed.held} more like this in the "
+                          f"last {passed.seconds:.0f} s]")
+            record.args = ()  # already formatted (an empty tuple, as formatters expect)
         return True
 
 

@@ -27,7 +27,9 @@ PACKAGES = ("solver", "evaluation", "streams", "connectors")
 CONNECTOR_MAY_USE = ("streams.contract", "streams.settings", "streams.kafka.clients",
                      "streams.kafka.connect", "streams.kafka.partitions", "streams.kafka.topics",
                      "streams.runtime", "streams.metrics_registry", "streams.cli.common",
-                     "streams.cli.errors", "streams.cli.options")
+                     "streams.cli.errors", "streams.cli.options",
+                     # the retries and the log rate limit the broker clients use too
+                     "streams.backoff", "streams.rate_limit")
 PIPELINE_MAY_USE = ("streams.pipeline", "streams.contract", "streams.settings",
                     "streams.kafka.partitions")
 

@@ -1,9 +1,9 @@
-"""Bounded retries with exponential backoff, and warnings that do not flood the log."""
+"""Bounded retries with exponential backoff (:mod:`streams.backoff`), and warnings that do
+not flood the log (:mod:`streams.rate_limit`)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from connectors.feeds.base import FeedError, TransientFeedError
+from streams.backoff import Backoff, stoppable_sleep, with_backoff
+from streams.rate_limit import RateLimiter
 
 T = TypeVar("T")
 
@@ -34,9 +36,9 @@ class RetryPolicy:
             raise ValueError(f"backoff={self.backoff_seconds!r} s: expected between 0 and "
                              f"{self.max_seconds!r} s")
 
-    def delay(self, attempt: int) -> float:
-        """Seconds to wait after failed attempt ``attempt`` (1-based)."""
-        return min(self.backoff_seconds * 2 ** (attempt - 1), self.max_seconds)
+    @property
+    def backoff(self) -> Backoff:
+        return Backoff(self.backoff_seconds, self.max_seconds)
 
 
 class RateLimitedLog:
@@ -46,22 +48,16 @@ class RateLimitedLog:
     def __init__(self, logger: logging.Logger, interval: float = 60.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.logger = logger
-        self.interval = interval
-        self.clock = clock
-        self._last: dict[str, float] = {}
-        self._held: dict[str, int] = {}
+        self._limit = RateLimiter(interval, clock)
 
     def warning(self, kind: str, message: str) -> bool:
         """Log ``message`` unless a ``kind`` warning was logged less than ``interval`` ago;
         returns whether it was logged."""
-        now = self.clock()
-        if kind in self._last and now - self._last[kind] < self.interval:
-            self._held[kind] = self._held.get(kind, 0) + 1
+        passed = self._limit.admit(kind)
+        if passed is None:
             return False
-        held = self._held.pop(kind, 0)
-        suffix = f" ({held} similar warnings held back)" if held else ""
+        suffix = f" ({passed.held} similar warnings held back)" if passed.held else ""
         self.logger.warning("%s%s", message, suffix)
-        self._last[kind] = now
         return True
 
 
@@ -71,19 +67,14 @@ async def retrying(call: Callable[[], Awaitable[T]], policy: RetryPolicy, stop: 
     """``call()``, retried after :class:`TransientFeedError` with backoff (``failed`` is
     called after each failed attempt); a :class:`FeedError` saying how many attempts failed
     once they are used up. Raises :class:`FeedStopped` when ``stop`` is set during a wait."""
-    attempt = 0
-    while True:
-        attempt += 1
-        try:
-            return await call()
-        except TransientFeedError as exc:
-            if failed is not None:
-                failed()
-            if attempt >= policy.attempts:
-                raise FeedError(f"{what} failed {attempt} times, giving up; last: {exc}") from exc
-            delay = policy.delay(attempt)
-            warnings.warning(what, f"{what} attempt {attempt} of {policy.attempts} failed "
-                                   f"({exc}); retrying in {delay:g} s")
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), delay)
-            raise FeedStopped
+
+    async def give_up_or_warn(exc: TransientFeedError, attempt: int, delay: float) -> None:
+        if failed is not None:
+            failed()
+        if attempt >= policy.attempts:
+            raise FeedError(f"{what} failed {attempt} times, giving up; last: {exc}") from exc
+        warnings.warning(what, f"{what} attempt {attempt} of {policy.attempts} failed "
+                               f"({exc}); retrying in {delay:g} s")
+
+    return await with_backoff(call, policy.backoff, TransientFeedError, give_up_or_warn,
+                              stoppable_sleep(stop, FeedStopped))

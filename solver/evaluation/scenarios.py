@@ -60,7 +60,14 @@ from solver.evaluation.shapes import (
 from solver.forecast.market import MarketForecaster
 from solver.forecast.models import MarketModels, OutlookTape
 from solver.job import Job
-from solver.market import SECONDS_PER_HOUR, MarketData, MarketTicks, build_market_data, tick_slots
+from solver.market import (
+    SECONDS_PER_HOUR,
+    MarketData,
+    MarketTicks,
+    build_market_data,
+    hours_to_slots,
+    tick_slots,
+)
 from solver.migration import DEFAULT_MIGRATION, MigrationTable
 from solver.workload import WorkloadSpec, generate_jobs
 
@@ -305,7 +312,7 @@ class MultiRegionSpec:
 
     @property
     def window_ticks(self) -> int:
-        return math.ceil(self.deadline_hours * SECONDS_PER_HOUR / self.tick_seconds)
+        return hours_to_slots(self.deadline_hours, self.tick_seconds, math.ceil)
 
 
 @dataclass(frozen=True)
@@ -397,7 +404,7 @@ def multi_region_cases(
         for k, start in enumerate(starts):
             window = data.window(start, length)
             due = window.origin + deadline * SECONDS_PER_HOUR
-            ticks_on_demand = math.ceil((work + overhead) * SECONDS_PER_HOUR / window.slot_seconds)
+            ticks_on_demand = hours_to_slots(work + overhead, window.slot_seconds, math.ceil)
             value = ticks_on_demand * window.slot_hours * float(min(window.on_demand_prices))
             job = Job(id=f"w{k:02d}", workload=work, release=window.origin, soft_deadline=due,
                       hard_deadline=due, value=value, value_at_hard_deadline=value,
@@ -451,7 +458,7 @@ def _cant_be_late_jobs(
             f"deadline {deadline} h: expected within the window of {spec.window_ticks} ticks "
             f"({(end - window.origin) / SECONDS_PER_HOUR:.2f} h)"
         )
-    ticks = math.ceil((work + overhead) * SECONDS_PER_HOUR / window.slot_seconds)
+    ticks = hours_to_slots(work + overhead, window.slot_seconds, math.ceil)
     jobs = []
     for market in window.markets:
         value = ticks * window.slot_hours * market.on_demand_price

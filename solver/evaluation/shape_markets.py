@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from solver.evaluation.shape_calibration import CALIBRATION, CAPACITY_BINS, ShapeCalibration
-from solver.market import SECONDS_PER_HOUR, Market, MarketTicks
+from solver.market import Market, MarketTicks, hours_to_slots
 from solver.synthetic import SYNTHETIC_START
 
 TICK_SECONDS = 300.0
@@ -46,7 +46,7 @@ def shape_market(zones: int, capacity: int, hours: float, seed: np.random.SeedSe
         raise ValueError(f"capacity={capacity!r}: expected at least 1 instance")
     if not hours > 0:
         raise ValueError(f"hours={hours!r}: expected a positive length")
-    n_ticks = math.ceil(hours * SECONDS_PER_HOUR / TICK_SECONDS) + 1
+    n_ticks = hours_to_slots(hours, TICK_SECONDS, math.ceil) + 1
     times = SYNTHETIC_START + TICK_SECONDS * np.arange(n_ticks)
     out = []
     for (region, zone), child in zip(zone_names(zones), seed.spawn(zones), strict=True):
@@ -81,7 +81,7 @@ def _availability(rng: np.random.Generator, n_ticks: int, capacity: int,
     while t < n_ticks:
         mean, sd = (run_mean, c.run_log_sd) if up else (gap_mean, c.gap_log_sd)
         hours = math.exp(mean + sd * rng.standard_normal())
-        length = max(1, round(hours * SECONDS_PER_HOUR / TICK_SECONDS))
+        length = hours_to_slots(hours, TICK_SECONDS)
         if up:
             quarter = int(rng.choice(CAPACITY_BINS, p=shares))
             share = (quarter + rng.random()) / CAPACITY_BINS

@@ -30,7 +30,7 @@ import numpy as np
 from solver.evaluation.shape_calibration import CALIBRATION, ShapeCalibration
 from solver.evaluation.shape_markets import shape_market
 from solver.job import Job
-from solver.market import SECONDS_PER_HOUR, MarketData, build_market_data
+from solver.market import SECONDS_PER_HOUR, MarketData, build_market_data, hours_to_slots
 from solver.workload import WorkloadSpec, generate_jobs
 
 SEED_SPLITS = ("tune", "held-out")
@@ -87,11 +87,11 @@ class ShapesSpec:
 
     @property
     def window_slots(self) -> int:
-        return round(self.window_hours * SECONDS_PER_HOUR / self.slot_seconds)
+        return hours_to_slots(self.window_hours, self.slot_seconds)
 
     @property
     def history_slots(self) -> int:
-        return round(self.history_days * 24 * SECONDS_PER_HOUR / self.slot_seconds)
+        return hours_to_slots(self.history_days * 24, self.slot_seconds)
 
 
 DEFAULT_SHAPES = ShapesSpec()
@@ -123,7 +123,7 @@ def _single_job(spec: ShapesSpec, window: MarketData, job_id: str) -> Job:
     deadline = spec.window_hours
     work, overhead = deadline / spec.ratio, spec.overhead_hours
     due = window.origin + deadline * SECONDS_PER_HOUR
-    slots_on_demand = math.ceil((work + overhead) * SECONDS_PER_HOUR / window.slot_seconds)
+    slots_on_demand = hours_to_slots(work + overhead, window.slot_seconds, math.ceil)
     value = slots_on_demand * window.slot_hours * float(min(window.on_demand_prices))
     return Job(id=job_id, workload=work, release=window.origin, soft_deadline=due,
                hard_deadline=due, value=value, value_at_hard_deadline=value,

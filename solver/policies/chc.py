@@ -53,7 +53,7 @@ from typing import ClassVar
 import numpy as np
 
 from solver.job import Allocation
-from solver.market import SECONDS_PER_HOUR, MarketData
+from solver.market import MarketData, hours_to_slots
 from solver.observation import JobView, Observation
 from solver.optimize.backends import Backend, SolverLimits, solve_program
 from solver.optimize.decomposed import solve_decomposed
@@ -149,7 +149,7 @@ class WindowPrograms:
     def plan(self, obs: Observation) -> tuple[dict[str, Allocation | None], np.ndarray]:
         """The allocations of the jobs of ``obs`` and the spot they left."""
         if not self.window:
-            self.window = max(1, round(self.window_hours * SECONDS_PER_HOUR / obs.slot_seconds))
+            self.window = hours_to_slots(self.window_hours, obs.slot_seconds)
             if self.commitment > self.window:
                 raise ValueError(
                     f"commitment={self.commitment}: expected at most the window of "

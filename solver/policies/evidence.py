@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from solver.forecast.models import MarketModels
 from solver.job import Job
-from solver.market import SECONDS_PER_HOUR, MarketData
+from solver.market import MarketData, hours_to_slots
 from solver.observation import JobView, Observation
 from solver.policies.protocol import Policy
 from solver.policies.routing import PlannerName, fixed_count
@@ -140,7 +140,7 @@ class EvidenceChooser:
 
 
 def _slots(hours: float, slot_seconds: float) -> int:
-    return max(1, math.ceil(hours * SECONDS_PER_HOUR / slot_seconds - 1e-9))
+    return hours_to_slots(hours, slot_seconds, lambda slots: math.ceil(slots - 1e-9))
 
 
 def _recent(obs: Observation, history: int, warmup: int) -> tuple[MarketData, MarketModels]:

@@ -49,7 +49,7 @@ import numpy as np
 
 from solver.forecast.hazards import age_bucket
 from solver.job import Allocation
-from solver.market import SECONDS_PER_HOUR
+from solver.market import hours_to_slots
 from solver.migration import STAY, Place
 from solver.observation import JobView, Observation
 from solver.optimize import stochastic
@@ -217,7 +217,7 @@ class SingleJobPrograms:
 
     def _stale(self, obs: Observation, view: JobView) -> bool:
         """True when the job's programs are ``resolve_hours`` old."""
-        resolve = max(1, round(self.resolve_hours * SECONDS_PER_HOUR / obs.slot_seconds))
+        resolve = hours_to_slots(self.resolve_hours, obs.slot_seconds)
         return obs.slot - self._programs[view.id].solved_at >= resolve
 
     def _solve(self, obs: Observation, view: JobView, markets: list[int]) -> None:
@@ -245,7 +245,7 @@ class SingleJobPrograms:
         kept = {m for m in markets
                 if (view.current is not None and view.current.market == m)
                 or (view.checkpoint is not None and Place.of(obs.markets[m]) == view.checkpoint)}
-        horizon = max(1, round(self.resolve_hours * SECONDS_PER_HOUR / obs.slot_seconds))
+        horizon = hours_to_slots(self.resolve_hours, obs.slot_seconds)
         ranked = sorted(markets, key=lambda m: (expected_hourly(obs, view, m, horizon), m))
         for m in ranked:
             if len(kept) >= self.markets:
@@ -256,7 +256,7 @@ class SingleJobPrograms:
     def _window(self, obs: Observation) -> int | None:
         if self.window_hours is None:
             return None
-        return max(1, round(self.window_hours * SECONDS_PER_HOUR / obs.slot_seconds))
+        return hours_to_slots(self.window_hours, obs.slot_seconds)
 
 
 def expected_hourly(obs: Observation, view: JobView, market: int, horizon: int) -> float:

@@ -28,6 +28,7 @@ from aiokafka.errors import (
     UnsupportedSaslMechanismError,
 )
 
+from streams.backoff import Backoff, with_backoff
 from streams.settings import Settings, env_name
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 PROBE_SECONDS = 5.0
 """How long one diagnosis probe of a bootstrap server may take."""
-BACKOFF_SECONDS, BACKOFF_MAX_SECONDS = 0.5, 10.0
+BACKOFF = Backoff(first_seconds=0.5, max_seconds=10.0)
 
 
 class BrokerError(RuntimeError):
@@ -73,26 +74,22 @@ async def start_client(make: Callable[[], Any], settings: Settings, what: str) -
 async def retrying(call: Callable[[], Awaitable[T]], settings: Settings, what: str) -> T:
     """``await call()``, retried with backoff while the broker is unreachable."""
     deadline = time.monotonic() + settings.broker_timeout_seconds
-    delay = BACKOFF_SECONDS
-    attempts = 0
-    while True:
-        attempts += 1
-        try:
-            return await call()
-        except CommitFailedError:
-            raise  # the group moved on: nothing to retry
-        except (KafkaError, OSError, TimeoutError) as exc:
-            problem = await diagnose(settings, exc)
+
+    async def give_up_or_warn(exc: Exception, attempt: int, delay: float) -> None:
+        if isinstance(exc, CommitFailedError):
+            raise exc  # the group moved on: nothing to retry
+        problem = await diagnose(settings, exc)
         if problem.permanent:
             raise BrokerError(f"{what}: {problem.text}")
         if time.monotonic() + delay > deadline:
             raise BrokerUnreachable(
-                f"{what}: {problem.text}; gave up after {attempts} attempts in "
+                f"{what}: {problem.text}; gave up after {attempt} attempts in "
                 f"{settings.broker_timeout_seconds:g} s (broker_timeout_seconds, "
                 f"{env_name('broker_timeout_seconds')})")
         log.warning("%s: %s; retrying in %.1f s", what, problem.text, delay)
-        await asyncio.sleep(delay)
-        delay = min(2 * delay, BACKOFF_MAX_SECONDS)
+
+    return await with_backoff(call, BACKOFF, (KafkaError, OSError, TimeoutError),
+                              give_up_or_warn)
 
 
 async def diagnose(settings: Settings, error: BaseException) -> Problem:

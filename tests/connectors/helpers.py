@@ -10,7 +10,7 @@ from functools import cached_property
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from connectors.memory import Holding
+from connectors.holding import Holding
 from solver.job import Job
 from solver.market import MarketData, MarketTicks, build_market_data
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks

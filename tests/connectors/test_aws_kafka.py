@@ -26,8 +26,8 @@ from connectors.aws import (
     AwsConnector,
     AwsOptions,
 )
+from connectors.holding import Holding
 from connectors.limits import DecisionLimits, Limited
-from connectors.memory import Holding, MemoryConnector
 from connectors.metrics import RefusalMetrics
 from streams.contract import ProvisioningDecision
 from tests.connectors.helpers import (
@@ -38,6 +38,7 @@ from tests.connectors.helpers import (
     read_all,
     replay,
 )
+from tests.connectors.memory_connector import MemoryConnector
 from tests.connectors.runtime_harness import outcome_count, run_until_handled
 
 pytestmark = pytest.mark.kafka

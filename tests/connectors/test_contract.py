@@ -10,13 +10,13 @@ import pytest
 from connectors.aws import AwsConnector, AwsOptions
 from connectors.base import Applied, Connector
 from connectors.log import LogConnector
-from connectors.memory import MemoryConnector
 from connectors.sim import KnownJobs, SimConnector
 from connectors.simcloud import SimulatedCloud
 from solver.job import Job
 from solver.market import build_market_data
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from tests.connectors.helpers import MARKET, OTHER_MARKET, SLOT, decision
+from tests.connectors.memory_connector import MemoryConnector
 
 DATA = build_market_data(synthetic_ticks(SyntheticMarketSpec(seed=1, n_markets=3, days=1)),
                          SLOT)

@@ -12,11 +12,11 @@ from prometheus_client import CollectorRegistry
 
 from connectors.aws import AwsConnector, AwsOptions
 from connectors.limits import DecisionLimits, Limited, RefusedDecision
-from connectors.memory import MemoryConnector
 from connectors.metrics import RefusalMetrics
 from connectors.worker import WorkerOptions, decision_limits
 from streams.settings import Settings
 from tests.connectors.helpers import MARKET, OTHER_MARKET, decision
+from tests.connectors.memory_connector import MemoryConnector
 
 FORGED_MARKET = "aws/eu-north-1/eu-north-1a/p5.48xlarge"
 LIMITS = DecisionLimits(markets=frozenset({MARKET, OTHER_MARKET}),

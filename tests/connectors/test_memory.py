@@ -1,19 +1,9 @@
 import pytest
 
 from connectors.base import TransientError
-from connectors.memory import Holding, MemoryConnector, changes
-from tests.connectors.helpers import MARKET, OTHER_MARKET, decision
-
-
-@pytest.mark.parametrize(("before", "after", "expected"), [
-    (None, Holding(MARKET, 2, 1), (3, 0)),
-    (Holding(MARKET, 2, 1), Holding(MARKET, 1, 3), (2, 1)),
-    (Holding(MARKET, 2, 1), Holding(OTHER_MARKET, 2, 1), (3, 3)),
-    (Holding(MARKET, 2, 1), None, (0, 3)),
-    (Holding(MARKET, 2, 1), Holding(MARKET, 2, 1), (0, 0)),
-])
-def test_changes_count_launches_and_terminations(before, after, expected):
-    assert changes(before, after) == expected
+from connectors.holding import Holding
+from tests.connectors.helpers import OTHER_MARKET, decision
+from tests.connectors.memory_connector import MemoryConnector
 
 
 async def test_memory_connector_holds_the_latest_desired_state_and_plays_its_script():

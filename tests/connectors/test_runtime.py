@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from connectors.base import Applied, FatalError, PermanentError, TransientError
-from connectors.memory import MemoryConnector
 from connectors.metrics import OUTCOMES
 from streams.contract import (
     AvailabilityTick,
@@ -34,6 +33,7 @@ from tests.connectors.helpers import (
     read_all,
     wait_until,
 )
+from tests.connectors.memory_connector import MemoryConnector
 from tests.connectors.runtime_harness import (
     group_of,
     outcome_count,

@@ -18,7 +18,6 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from connectors.base import Applied
-from connectors.memory import MemoryConnector
 from connectors.metrics import ConnectorMetrics
 from connectors.runtime import ConnectorRuntime, RuntimeOptions
 from connectors.store import AppliedKeys
@@ -28,6 +27,7 @@ from streams.contract import JobProgress, ProvisioningDecision, dump_event
 from streams.kafka.topics import ensure_topics
 from streams.settings import Settings, Topics
 from tests.connectors.helpers import committed, publish, read_all, replay
+from tests.connectors.memory_connector import MemoryConnector
 from tests.kafka.pipeline_harness import Pipeline, rows_from_jsonl
 
 pytestmark = pytest.mark.kafka

@@ -1,7 +1,16 @@
+import math
+
 import numpy as np
 import pytest
 
-from solver.market import Market, MarketData, MarketTicks, build_market_data, tick_slots
+from solver.market import (
+    Market,
+    MarketData,
+    MarketTicks,
+    build_market_data,
+    hours_to_slots,
+    tick_slots,
+)
 
 M = Market("aws", "us-east-1", "us-east-1a", "p3.2xlarge", 3.06)
 
@@ -82,3 +91,16 @@ def test_tick_slots_take_ticks_as_slots_whatever_their_spacing():
     other = ticks([0, 1], [1, 1], [1, 1], market=Market("aws", "r", "z", "t", 1.0))
     with pytest.raises(ValueError, match=r"same tick count in every market, got \[2, 3\]"):
         tick_slots([series, other], 195)
+
+
+@pytest.mark.parametrize(("hours", "slot_seconds", "rounding", "slots"), [
+    (2.4, 3600.0, round, 2),
+    (2.6, 3600.0, round, 3),
+    (0.5, 600.0, round, 3),
+    (0.2, 3600.0, round, 1),  # at least one slot
+    (2.2, 3600.0, math.ceil, 3),
+    (48.0, 3600.0, math.ceil, 48),
+    (0.01, 195.0, math.ceil, 1),
+])
+def test_hours_are_counted_in_whole_slots_of_any_length(hours, slot_seconds, rounding, slots):
+    assert hours_to_slots(hours, slot_seconds, rounding) == slots

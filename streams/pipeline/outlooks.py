@@ -5,8 +5,7 @@ A forecast the market stage of the same process made is planned on as the outloo
 forecaster made (:data:`MADE`), not converted back from its wire form: it converts back
 exactly, and an outlook is never changed once made.
 
-A market whose forecast is missing (its forecaster failed, or the marker was written by a
-version-1 coordinator) is forecast by the scheduler's engine itself from the epochs it has
+A market whose forecast is missing (its forecaster failed) is forecast by the scheduler's engine itself from the epochs it has
 seen, so the epoch is still decided.
 """
 

@@ -68,9 +68,13 @@ from streams.pipeline.snapshot import (
     seal,
 )
 from streams.pipeline.stage import AnyStage, Message
+from streams.pipeline.written import Written
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
+
+WRITTEN_NAME = "written"
+"""The name snapshots give the runner's :class:`~streams.pipeline.written.Written`."""
 
 
 @dataclass
@@ -140,13 +144,13 @@ class PartitionStages:
     """One stage per partition of ``spec``'s input topic (module doc)."""
 
     def __init__(self, spec: StageSpec, settings: Settings, config: PipelineConfig,
-                 state: KafkaState, environment: Mapping[str, object],
+                 state: KafkaState, written: Written, environment: Mapping[str, object],
                  metrics: RecoveryMetrics, clock: Callable[[], float] = time.monotonic
                  ) -> None:
         self.name = spec.name
         self.topic = getattr(settings.topics, spec.topic)
         self.snapshots = getattr(settings.topics, spec.snapshots)
-        self.make_stage: Callable[[], AnyStage] = lambda: spec.make(config)
+        self.make_stage: Callable[[], AnyStage] = lambda: spec.make(config, written)
         self.fingerprint = config.fingerprint(spec.depends_on)
         self.slot_seconds = config.slot_seconds
         self.cadence = RecoveryConfig.of(settings)
@@ -155,7 +159,9 @@ class PartitionStages:
         self._known: dict[int, int] = {}
         """The highest snapshot sequence known of each partition (read or written)."""
         self.state = state
-        self.environment = environment
+        self.environment = {**environment, WRITTEN_NAME: written}
+        """The objects a snapshot names rather than holds: ``environment`` and ``written``,
+        what the runner's stages write for one another (the restoring runner's own)."""
         self.metrics = metrics
         self.clock = clock
         """Seconds, for the snapshot interval."""

@@ -16,7 +16,7 @@ from streams.kafka.partitions import partition_for
 from streams.kafka.topics import ensure_topics
 from streams.pipeline.market_stage import MarketStage
 from streams.pipeline.trace_events import trace_events
-from streams.runners.tick_consumer import TickConsumer, group_id
+from streams.runners.tick_consumer import TickLoop, group_id
 from streams.settings import Settings, Topics
 from tests.kafka.pipeline_harness import Pipeline, wait_for
 from tests.kafka_fixture import TopicFactory
@@ -63,7 +63,7 @@ async def test_a_batch_is_committed_only_after_its_deliveries_and_stop_waits_for
         checkpoints.append(all(delivery.done() for delivery in deliveries))
         ends.append(dict(log_ends))
 
-    consumer = TickConsumer(settings, handle, ReadyStages(checkpointed))
+    consumer = TickLoop(settings, handle, ReadyStages(checkpointed))
     await consumer.start()
     try:
         async with asyncio.timeout(30):

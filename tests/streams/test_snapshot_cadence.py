@@ -21,6 +21,7 @@ from streams.metrics import PipelineMetrics
 from streams.pipeline.declaration import PIPELINE, PipelineConfig
 from streams.pipeline.stage import Message
 from streams.pipeline.trace_events import trace_events
+from streams.pipeline.written import Written
 from streams.runners.recovery import PartitionStages, RecoveryConfig
 from streams.runners.tick_consumer import log_end
 from streams.settings import Settings
@@ -106,7 +107,7 @@ class Partition:
         self.state, self.clock = MemoryState(), Clock()
         market = next(spec for spec in PIPELINE if spec.name == "market")
         self.stages = PartitionStages(
-            market, self.settings, config, self.state, {"config": config},
+            market, self.settings, config, self.state, Written(), {"config": config},
             PipelineMetrics(CollectorRegistry(), markets=[], topics=[], slot_seconds=3600.0,
                             started=0.0).recovery, clock=self.clock)
         slots = defaultdict(list)

@@ -49,7 +49,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -145,8 +145,8 @@ class PartitionStages:
 
     def __init__(self, spec: StageSpec, settings: Settings, config: PipelineConfig,
                  state: KafkaState, written: Written, environment: Mapping[str, object],
-                 metrics: RecoveryMetrics, clock: Callable[[], float] = time.monotonic
-                 ) -> None:
+                 metrics: RecoveryMetrics, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[object]] = asyncio.sleep) -> None:
         self.name = spec.name
         self.topic = getattr(settings.topics, spec.topic)
         self.snapshots = getattr(settings.topics, spec.snapshots)
@@ -165,6 +165,8 @@ class PartitionStages:
         self.metrics = metrics
         self.clock = clock
         """Seconds, for the snapshot interval."""
+        self.sleep = sleep
+        """Waits seconds, for the snapshot delay."""
         self._held: dict[int, _Held] = {}
         self._recovering: dict[int, asyncio.Task[None]] = {}
         self._batch = asyncio.Lock()
@@ -226,7 +228,7 @@ class PartitionStages:
 
     async def _snapshot_deferred(self) -> None:
         """Once the delay has passed, between two batches: snapshot the stages deferred."""
-        await asyncio.sleep(self.cadence.delay_seconds)
+        await self.sleep(self.cadence.delay_seconds)
         async with self._batch:
             self._later = None
             if self._settled and not self._stopping:

@@ -139,6 +139,7 @@ class TickLoop(Service):
                                                for tp in batch})
 
     def _kafka_consumer(self) -> AIOKafkaConsumer:
+        """A consumer of the market-ticks group, committing only when told."""
         settings = self.settings
         return AIOKafkaConsumer(
             **settings.kafka_options(), group_id=group_id(settings),

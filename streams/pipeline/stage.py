@@ -102,7 +102,7 @@ def rejection(message: Message | None, error: Exception) -> list[Rejection]:
 
 
 def epoch_index(boundary: float, slot_seconds: float) -> int:
-    """Slots since the Unix epoch: the epoch number of the slot starting at ``boundary``."""
+    """The epoch index of the slot starting at ``boundary``: whole slots since Unix time 0."""
     return round(boundary / slot_seconds)
 
 

@@ -401,13 +401,14 @@ def in_process(args: argparse.Namespace) -> None:
     for (topic, partition), driver in pipeline.drivers.items():
         stage = names[topic]
         began = time.perf_counter()
-        blob = seal(pickle_state(driver.stage, {"config": config}), stage=stage,
+        environment = {"config": config, "written": pipeline.between_stages}
+        blob = seal(pickle_state(driver.stage, environment), stage=stage,
                     partition=partition, offset=0, sequence=0, settings="", taken=0.0,
                     keys=keys)
         sealed = time.perf_counter() - began
         began = time.perf_counter()
         restore(blob, stage=stage, partition=partition, settings="",
-                environment={"config": config}, keys=keys,
+                environment=environment, keys=keys,
                 max_bytes=Settings.model_fields["snapshot_max_bytes"].default)
         restored = time.perf_counter() - began
         restore_seconds[stage] = restore_seconds.get(stage, 0.0) + restored

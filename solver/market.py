@@ -3,7 +3,7 @@
 Slot rules (documented in the README, relied on by every policy):
 
 * The slot grid is aligned to multiples of the slot length ``slot_seconds`` counted from an
-  ``anchor`` (default: the Unix epoch), so a replay and a live stream cut the same slots; a
+  ``anchor`` (default: Unix time 0), so a replay and a live stream cut the same slots; a
   trace whose ticks are the slots (Can't Be Late) anchors the grid at its first tick.
   Slot 0 is the first slot that starts at or after the earliest tick of every market; the last
   slot is the last one that ends before the latest tick of every market.

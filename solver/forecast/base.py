@@ -58,7 +58,7 @@ def check_cycle(owner: str, period: int, phase: int = 0) -> None:
 
 def slot_seasonality(origin: float, slot_seconds: float) -> Seasonality:
     """The cycle of a grid starting at ``origin`` (Unix seconds) with slots of ``slot_seconds``:
-    the UTC day, or the week (from Thursday, as the Unix epoch) when slots last a day or more;
+    the UTC day, or the week (from Thursday, as Unix time 0) when slots last a day or more;
     the period is rounded to whole slots."""
     if not (math.isfinite(slot_seconds) and slot_seconds > 0):
         raise ValueError(f"slot_seconds={slot_seconds!r}: expected a positive number of seconds")

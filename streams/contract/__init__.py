@@ -2,7 +2,7 @@
 
 It depends on nothing of the solver, so other systems can use it alone. :mod:`.events` are the
 event classes (schema version 2), :mod:`.fields` their field types and bounds, :mod:`.outlook`
-the wire form of a market's forecast, :mod:`.codec` reads (versions 1 and 2, :mod:`.v1`) and
+the wire form of a market's forecast, :mod:`.codec` reads and
 writes them, :mod:`.headers` gives each message its CloudEvents headers and :mod:`.schema` its
 JSON Schemas; :mod:`.fast_json` reads and writes the common messages and :mod:`.fast_ticks`
 reads the plainly valid market ticks faster, exactly as the standard path does;

@@ -1,5 +1,5 @@
 """Events to bytes and back: :func:`dump_event` writes schema version 2, :func:`parse_event`
-reads versions 1 and 2 and says in one line what is wrong with anything else."""
+reads it and says in one line what is wrong with anything else (another version included)."""
 
 from __future__ import annotations
 
@@ -21,13 +21,11 @@ from streams.contract.fast_json import dumps as fast_dumps
 from streams.contract.fast_json import loads as fast_loads
 from streams.contract.fast_ticks import read_tick
 from streams.contract.fields import expected, iso
-from streams.contract.v1 import UpgradeError, upgrade
 
 MAX_EVENT_BYTES = 1 << 20
 """Longest message accepted, in bytes (Kafka's default largest message)."""
 MAX_NESTING = 6
 """Deepest nesting of arrays and objects in a message (a forecast's run hazards reach 6)."""
-READ_VERSIONS = (1, SCHEMA_VERSION)
 
 
 class EventError(ValueError):
@@ -37,9 +35,8 @@ class EventError(ValueError):
 def _readable_version(value: object) -> object:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or value not in READ_VERSIONS:
-        raise expected(" or ".join(map(str, READ_VERSIONS))
-                       + " (the schema versions this reader supports)")
+    if isinstance(value, bool) or value != SCHEMA_VERSION:
+        raise expected(f"{SCHEMA_VERSION} (the schema version this reader supports)")
     return value
 
 
@@ -86,15 +83,10 @@ def parse_standard(raw: bytes | str) -> Event:
         kind, version = data.get("type"), data.get("schema_version")
         if (type(version) is not int or version != SCHEMA_VERSION or type(kind) is not str
                 or kind not in EVENT_TYPES):
-            header = _Header.model_validate(data)  # says what is wrong, or reads version 1
-            kind = header.type
-            if header.schema_version == 1:
-                data = upgrade(data)
+            kind = _Header.model_validate(data).type  # says what is wrong
         return EVENT_TYPES[kind].model_validate(data)
     except ValidationError as exc:
         raise EventError(describe_validation_error(exc)) from exc
-    except UpgradeError as exc:
-        raise EventError(f"{EVENT_TYPES[data['type']].__name__}.{exc}") from exc
 
 
 def read_forecast_envelope(raw: bytes) -> Event:

@@ -77,7 +77,7 @@ from streams.contract.outlook import Outlook
 from streams.contract.printable import printable
 
 SCHEMA_VERSION: Final = 2
-"""The schema version this code writes; it also reads version 1 (:mod:`streams.contract.v1`)."""
+"""The schema version this code writes and reads."""
 DEAD_LETTER_RAW_BYTES = 1 << 19
 """Original bytes a dead letter keeps (its base64 stays under Kafka's default message size)."""
 DEAD_LETTER_KEY_BYTES = 1024
@@ -450,7 +450,7 @@ class PublishedForecast(Envelope):
     price_error: NonNegativeAmount | None = Field(None, description="Running price MAPE, percent")
     availability_error: NonNegativeAmount | None = Field(None, description="Running Brier score")
     outlook: Outlook | None = Field(
-        None, description="The whole outlook (null in messages of schema version 1)")
+        None, description="The whole outlook (null: the forecast is its summary alone)")
 
 
 class EpochClosed(Envelope):

@@ -77,7 +77,7 @@ MAX_USD = 1e9
 MIN_SLOT_SECONDS, MAX_SLOT_SECONDS = 1.0, 7 * 86_400.0
 """Shortest and longest slot length Δ."""
 MAX_EPOCH = 10**10
-"""Largest epoch (slot index since the Unix epoch; 2100 is epoch 4.1e9 at one-second slots)."""
+"""Largest epoch index (slots since Unix time 0; 2100 is epoch 4.1e9 at one-second slots)."""
 MAX_SECONDS = 1e18
 """Largest magnitude of a duration such as a decision's slack."""
 MAX_AMOUNT = 1e12

@@ -8,7 +8,7 @@ of different markets arrive, so every interleaving of the market-ticks partition
 same epochs.
 
 It reads a forecast's envelope only (:func:`~streams.contract.codec.read_forecast_envelope`;
-what a stage of the same process wrote is not read again, :mod:`streams.pipeline.written`) and
+what a stage of the same runner wrote is not read again, :mod:`streams.pipeline.written`) and
 relays the message's bytes as they came: the schedulers read the outlook, and reject a
 forecast whose outlook they cannot read (planning on their engine's own forecast of that
 market, as for a forecast that never came).
@@ -31,7 +31,7 @@ from streams.contract import (
 )
 from streams.contract.codec import read_forecast_envelope
 from streams.pipeline.stage import Message, RejectedEvent, Relayed, StageOutput, epoch_index
-from streams.pipeline.written import WRITTEN
+from streams.pipeline.written import Written
 
 MAX_OPEN_BOUNDARIES = 100_000
 """Boundaries reported by some markets and not yet by all that the coordinator keeps."""
@@ -48,15 +48,18 @@ class EpochCoordinator:
     name = "coordinator"
     accepts = (MarketBoundary, PublishedForecast)
 
-    def __init__(self, catalogue: Sequence[Market], slot_seconds: float) -> None:
+    def __init__(self, catalogue: Sequence[Market], slot_seconds: float,
+                 written: Written | None = None) -> None:
         self.markets = tuple(m.key for m in catalogue)
         self.slot_seconds = slot_seconds
+        self.written = Written() if written is None else written
+        """What the stages of the runner wrote (a fresh one: the stage alone)."""
         self.last_boundary: float | None = None
         self._open: dict[float, _Open] = {}
 
-    @staticmethod
-    def decode(raw: bytes) -> Envelope:
-        written = WRITTEN.get(raw)
+    def decode(self, raw: bytes) -> Envelope:
+        """The event of ``raw``, a forecast without its outlook (module doc)."""
+        written = self.written.events.get(raw)
         if isinstance(written, PublishedForecast):
             return written.model_copy(update={"outlook": None})
         return read_forecast_envelope(raw) if written is None else written

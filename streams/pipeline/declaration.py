@@ -45,7 +45,7 @@ from streams.pipeline.driver import Handling, dead_letter
 from streams.pipeline.market_stage import DEFAULT_MAX_FUTURE_SKEW_SECONDS, MarketStage
 from streams.pipeline.scheduler import PartitionScheduler
 from streams.pipeline.stage import AnyStage, Relayed, encoded
-from streams.pipeline.written import WRITTEN
+from streams.pipeline.written import Written
 from streams.settings import Settings, Topics
 
 FOREVER = -1
@@ -133,9 +133,34 @@ class Route:
     fan_out: bool = False
 
 
+StageFactory = Callable[[PipelineConfig, Written], AnyStage]
+"""Builds the stage of one partition from the configuration and what the runner's stages
+write for one another (the runner's :class:`~streams.pipeline.written.Written`)."""
+
+
+def market_stage(config: PipelineConfig, written: Written) -> MarketStage:
+    """The market stage of a market-ticks partition: the catalogue's slots cut from the ticks,
+    held to the configured skew; the outlooks it makes are remembered in ``written``."""
+    return MarketStage(config.catalogue, config.slot_seconds,
+                       max_future_skew=config.max_future_skew, written=written)
+
+
+def coordinator_stage(config: PipelineConfig, written: Written) -> EpochCoordinator:
+    """The epoch coordinator of the catalogue, reading back the forecasts and boundary reports
+    the market stages wrote to ``written``."""
+    return EpochCoordinator(config.catalogue, config.slot_seconds, written=written)
+
+
+def scheduler_stage(config: PipelineConfig, written: Written) -> PartitionScheduler:
+    """The scheduler of a job-events partition, its engine driven by the configured policy
+    (built when its first epoch comes), planning on the outlooks in ``written``."""
+    return PartitionScheduler(config.catalogue, config.slot_seconds, config.make_policy,
+                              written=written)
+
+
 @dataclass(frozen=True)
 class StageSpec:
-    """A stage: the topic (a :class:`Topics` field) it consumes, how it is built (one per
+    """A stage: the topic (a :class:`Topics` field) it consumes, its factory (one stage per
     partition), its routes, the topic of its snapshots (a :class:`Topics` field, one
     partition per partition of its input) and the configuration its state depends on.
     ``batched``: the Kafka runner reads its topic with the batched consumer rather than a
@@ -143,7 +168,7 @@ class StageSpec:
 
     name: str
     topic: str
-    make: Callable[[PipelineConfig], AnyStage]
+    make: StageFactory
     routes: tuple[Route, ...]
     snapshots: str
     depends_on: tuple[str, ...]
@@ -157,20 +182,17 @@ class StageSpec:
 
 PIPELINE: tuple[StageSpec, ...] = (
     StageSpec(
-        "market", "market_ticks",
-        lambda c: MarketStage(c.catalogue, c.slot_seconds, max_future_skew=c.max_future_skew),
+        "market", "market_ticks", market_stage,
         (Route(PublishedForecast, "forecasts"), Route(PublishedForecast, "market_boundaries"),
          Route(MarketBoundary, "market_boundaries")),
         "market_snapshots", ("catalogue", "slot_seconds", "max_future_skew"), batched=True),
     StageSpec(
-        "coordinator", "market_boundaries",
-        lambda c: EpochCoordinator(c.catalogue, c.slot_seconds),
+        "coordinator", "market_boundaries", coordinator_stage,
         (Route(PublishedForecast, "job_events", fan_out=True),
          Route(EpochClosed, "job_events", fan_out=True)),
         "coordinator_snapshots", ("catalogue", "slot_seconds")),
     StageSpec(
-        "scheduler", "job_events",
-        lambda c: PartitionScheduler(c.catalogue, c.slot_seconds, c.make_policy),
+        "scheduler", "job_events", scheduler_stage,
         (Route(ProvisioningDecision, "decisions"),), "scheduler_snapshots",
         ("catalogue", "slot_seconds", "policy")),
 )
@@ -178,7 +200,7 @@ PIPELINE: tuple[StageSpec, ...] = (
 
 READ_BY_STAGES = frozenset(spec.topic for spec in PIPELINE)
 """The :class:`Topics` fields of the topics a stage reads: what a stage encodes for one of them
-is remembered (:mod:`streams.pipeline.written`), for the stages of the same process to read
+is remembered (:mod:`streams.pipeline.written`), for the stages of the same runner to read
 back without decoding."""
 
 DEAD_LETTERS = "dead_letters"
@@ -197,15 +219,16 @@ class Send:
 
 
 def sends(spec: StageSpec, handling: Handling, topics: Topics,
-          partitions: Mapping[str, int]) -> Iterator[Send]:
+          partitions: Mapping[str, int], written: Written) -> Iterator[Send]:
     """Every message ``handling`` writes, by ``spec``'s routes (``partitions``: each topic's
-    partition count by name); rejected messages go to the dead letters."""
+    partition count by name); rejected messages go to the dead letters. What it encodes for a
+    topic a stage reads is put in ``written``, the runner's."""
     for output in handling.outputs:
         event = output.event if isinstance(output, Relayed) else output
         routes = spec.targets(event)
         value = encoded(output)
         if output is event and any(route.topic in READ_BY_STAGES for route in routes):
-            WRITTEN.put(value, event)
+            written.events.put(value, event)
         yield from _routed(event, value, spec.name, [
             (getattr(topics, route.topic), route.fan_out) for route in routes], partitions)
     for rejected in handling.rejections:

@@ -9,7 +9,7 @@ becomes a dead letter with the reason, and the stage goes on with the next messa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -22,7 +22,6 @@ from streams.contract import (
     MarketBoundary,
     PriceTick,
     key_mismatch,
-    parse_event,
 )
 from streams.pipeline.stage import AnyStage, Fault, Message, RejectedEvent, Rejection, Relayed
 
@@ -75,7 +74,6 @@ class Driver:
 
     def __init__(self, stage: AnyStage) -> None:
         self.stage = stage
-        self._read: Callable[[bytes], Envelope] = getattr(stage, "decode", parse_event)
 
     def process(self, message: Message) -> Handling:
         try:
@@ -103,8 +101,9 @@ class Driver:
     def _decode(self, message: Message) -> Envelope:
         if message.value is None:
             raise EventError("the message has no value (a tombstone): expected an event")
-        event = self._read(message.value)
-        accepts = self.stage.accepts
+        stage = self.stage
+        event = stage.decode(message.value)
+        accepts = stage.accepts
         if not isinstance(event, accepts):
             raise RejectedEvent(
                 f"type={event.type!r}: expected one of "

@@ -37,9 +37,9 @@ from streams.contract import (
     Outlook,
     PriceTick,
     PublishedForecast,
+    parse_event,
     utc,
 )
-from streams.pipeline.outlooks import MADE
 from streams.pipeline.stage import (
     Fault,
     Message,
@@ -48,6 +48,7 @@ from streams.pipeline.stage import (
     StageOutput,
     rejection,
 )
+from streams.pipeline.written import MadeOutlooks, Written
 
 DEFAULT_MAX_FUTURE_SKEW_SECONDS = 86_400.0
 """How far ahead of a market's event time a tick may be (setting MAX_FUTURE_SKEW_SECONDS)."""
@@ -76,6 +77,7 @@ class MarketStage:
         forecaster: MarketFactory | None = None,
         horizon: int = OUTLOOK_HORIZON,
         max_future_skew: float = DEFAULT_MAX_FUTURE_SKEW_SECONDS,
+        written: Written | None = None,
     ) -> None:
         self.catalogue = {m.key: m for m in catalogue}
         self.slot_seconds = slot_seconds
@@ -86,6 +88,12 @@ class MarketStage:
         """The latest boundary passed by any market of this stage."""
         self._clocks: dict[str, _MarketClock] = {}
         self._forecasters: dict[str, MarketForecaster] = {}
+        self.written = Written() if written is None else written
+        """Where the outlooks made are remembered for the runner's schedulers (a fresh one:
+        the stage alone)."""
+
+    decode = staticmethod(parse_event)
+    """Ticks are read as they are: no stage of the runner writes them."""
 
     def handle(self, tick: PriceTick | AvailabilityTick,
                message: Message | None = None) -> list[StageOutput]:
@@ -148,18 +156,18 @@ class MarketStage:
             elif close.price is not None and close.availability is not None:
                 forecaster.learn_one(close.price, float(close.availability))
             return [_published(market, close.boundary, self.slot_seconds,
-                               forecaster.outlook(self.horizon))]
+                               forecaster.outlook(self.horizon), self.written.outlooks)]
         except Exception as exc:
             self._forecasters.pop(market, None)
             return [Fault(self.name, exc)]
 
 
-def _published(market: str, boundary: float, slot_seconds: float,
-               made: MarketOutlook) -> PublishedForecast:
+def _published(market: str, boundary: float, slot_seconds: float, made: MarketOutlook,
+               remembered: MadeOutlooks) -> PublishedForecast:
     """The forecast event of an outlook (its wire form, :meth:`MarketOutlook.to_wire`; the
-    outlook itself is remembered for the schedulers of this process, :data:`MADE`)."""
+    outlook itself is ``remembered`` for the runner's schedulers)."""
     outlook = Outlook.model_validate(made.to_wire())
-    MADE.remember(outlook, made)
+    remembered.remember(outlook, made)
     median = outlook.price[outlook.quantile_levels.index(0.5)]
     return PublishedForecast(
         event_time=utc(boundary), market=market, slot_seconds=slot_seconds, price=median,

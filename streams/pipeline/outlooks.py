@@ -1,13 +1,11 @@
 """The forecasts a scheduler plans an epoch on: the market stage's, relayed by the coordinator
 into the scheduler's partition right before the epoch marker of the same boundary.
 
-A forecast the market stage of the same process made is planned on as the outlook the
-forecaster made (:data:`MADE`), not converted back from its wire form: it converts back
-exactly, and an outlook is never changed once made.
+A forecast a market stage of the same runner made is planned on as the outlook the forecaster
+made (:class:`~streams.pipeline.written.MadeOutlooks`), not converted back from its wire form.
 
-A market whose forecast is missing (its forecaster failed, or the marker was written by a
-version-1 coordinator) is forecast by the scheduler's engine itself from the epochs it has
-seen, so the epoch is still decided.
+A market whose forecast is missing (its forecaster failed) is forecast by the scheduler's
+engine itself from the epochs it has seen, so the epoch is still decided.
 """
 
 from __future__ import annotations
@@ -16,40 +14,12 @@ import math
 from collections.abc import Callable, Sequence
 
 from solver.forecast.models import Outlooks
-from solver.forecast.outlook import MarketOutlook
-from streams.contract import Outlook, PublishedForecast
+from streams.contract import PublishedForecast
 from streams.pipeline.stage import RejectedEvent
-from streams.pipeline.written import MAX_WRITTEN_EVENTS, Newest
+from streams.pipeline.written import MadeOutlooks
 
 MAX_PENDING_FORECASTS = 100_000
 """Forecasts a scheduler keeps for epochs not yet closed; beyond, they are rejected."""
-
-
-class MadeOutlooks:
-    """The outlooks this process's forecasters made, by the wire model made of each (the
-    newest :data:`~streams.pipeline.written.MAX_WRITTEN_EVENTS`)."""
-
-    def __init__(self) -> None:
-        self._made: Newest[int, tuple[Outlook, MarketOutlook]] = Newest(MAX_WRITTEN_EVENTS)
-        """By the model's id; the model is held, so its id stays its own."""
-
-    def remember(self, model: Outlook, outlook: MarketOutlook) -> None:
-        """``model`` is the wire form of ``outlook``."""
-        self._made.put(id(model), (model, outlook))
-
-    def outlook(self, model: Outlook) -> MarketOutlook:
-        """The outlook ``model`` is the wire form of: the one made, if remembered."""
-        made = self._made.get(id(model))
-        if made is not None and made[0] is model:
-            return made[1]
-        return MarketOutlook.from_wire(model.model_dump())
-
-    def __len__(self) -> int:
-        return len(self._made)
-
-
-MADE = MadeOutlooks()
-"""The outlooks the market stages of this process made."""
 
 
 class PendingForecasts:
@@ -80,15 +50,17 @@ class PendingForecasts:
         self._count += forecast.market not in held
         held[forecast.market] = forecast
 
-    def take(self, boundary: float, own: Callable[[], Outlooks]) -> Outlooks | None:
+    def take(self, boundary: float, own: Callable[[], Outlooks],
+             made: MadeOutlooks) -> Outlooks | None:
         """The outlooks of the epoch at ``boundary`` (forgetting those up to it): the relayed
-        ones, and ``own()`` (the engine's) for the markets without one; ``None`` when none came
-        (the engine then forecasts every market)."""
+        ones (as ``made`` remembers them, when it does), and ``own()`` (the engine's) for the
+        markets without one; ``None`` when none came (the engine then forecasts every
+        market)."""
         relayed = self._by_boundary.pop(boundary, {})
         for earlier in [b for b in self._by_boundary if b < boundary]:
             self._count -= len(self._by_boundary.pop(earlier))
         self._count -= len(relayed)
-        given = {m: MADE.outlook(f.outlook)
+        given = {m: made.outlook(f.outlook)
                  for m, key in enumerate(self.markets)
                  if (f := relayed.get(key)) is not None and f.outlook is not None}
         if not given:

@@ -52,7 +52,7 @@ from streams.pipeline.stage import (
     first_boundary,
     rejection,
 )
-from streams.pipeline.written import WRITTEN
+from streams.pipeline.written import Written
 
 MAX_WAITING_EVENTS = 100_000
 """Job events a partition keeps waiting for their epoch; beyond, they are rejected."""
@@ -74,6 +74,7 @@ class PartitionScheduler:
         catalogue: Sequence[Market],
         slot_seconds: float,
         policy_factory: Callable[[], Policy],
+        written: Written | None = None,
     ) -> None:
         self.catalogue = tuple(catalogue)
         self.keys = {m.key for m in self.catalogue}
@@ -86,12 +87,13 @@ class PartitionScheduler:
         self._waiting: list[tuple[float, int, JobEvent, Message | None]] = []
         self._arrivals = 0
         self._forecasts = PendingForecasts([m.key for m in self.catalogue], slot_seconds)
+        self.written = Written() if written is None else written
+        """What the stages of the runner wrote (a fresh one: the stage alone)."""
 
-    @staticmethod
-    def decode(raw: bytes) -> Envelope:
-        """The event of ``raw``; what a stage of this process wrote is not decoded again
+    def decode(self, raw: bytes) -> Envelope:
+        """The event of ``raw``; what a stage of the same runner wrote is not decoded again
         (:mod:`streams.pipeline.written`)."""
-        written = WRITTEN.get(raw)
+        written = self.written.events.get(raw)
         return parse_event(raw) if written is None else written
 
     def handle(self, event: JobEvent | PublishedForecast | EpochClosed,
@@ -228,7 +230,8 @@ class PartitionScheduler:
         self.last_epoch = event.epoch
         out = self._due(boundary)
         decided = engine.decide(np.array(event.price_now), np.array(event.availability_now),
-                                self._forecasts.take(boundary, engine.own_outlooks))
+                                self._forecasts.take(boundary, engine.own_outlooks,
+                                                     self.written.outlooks))
         faults = [Fault(self.name, error) for error in decided.policy_errors]
         return [*out, *faults, *self._decisions(engine, decided, event), decided]
 

@@ -6,7 +6,7 @@ its engine, its forecasters or its policy hold is kept — behind a one-line hea
 
     spotsched-snapshot <mac> {"bytes": 4242, "format": 2, "offset": 12345, "partition": 2,
                               "sequence": 7, "settings": "9f3c…", "sha256": "…",
-                              "stage": "market", "state_version": 3, "taken": 1767225600.0}
+                              "stage": "market", "state_version": 4, "taken": 1767225600.0}
     <zlib-compressed pickle>
 
 - ``mac``: the HMAC-SHA256, under the workers' snapshot key (:class:`SnapshotKeys`), of the
@@ -28,9 +28,10 @@ its engine, its forecasters or its policy hold is kept — behind a one-line hea
 
 Every field has one type (an int is not a bool, a float or a string); the body is refused
 before it inflates past ``max_bytes``. Objects of the worker's environment (the pipeline
-configuration, its metrics) and their methods are not pickled but named, and the restoring
-worker supplies its own. Sets are written in sorted order, so the bytes are a function of the
-state alone, whatever the interpreter's hash seed.
+configuration, its metrics, what its stages wrote for one another,
+:class:`~streams.pipeline.written.Written`) and their methods are not pickled but named, and
+the restoring worker supplies its own. Sets are written in sorted order, so the bytes are a
+function of the state alone, whatever the interpreter's hash seed.
 
 Unpickling resolves only the globals of :mod:`streams.pipeline.snapshot_globals`, after
 :mod:`streams.pipeline.snapshot_scan` has checked the pickle's opcodes and the nesting of its
@@ -58,7 +59,7 @@ from streams.pipeline.snapshot_scan import check_nesting
 
 FORMAT = 2
 """The layout of a snapshot: header line (MAC, then fields), then the compressed pickle."""
-STATE_VERSION = 3
+STATE_VERSION = 4
 """The shape of the stages' state; a snapshot of another version is refused."""
 MAGIC = b"spotsched-snapshot "
 UNSIGNED_MAC = "unsigned"

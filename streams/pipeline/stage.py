@@ -6,9 +6,9 @@ A stage's ``handle(event, message)`` returns events to publish (or :class:`Relay
 they came in), :class:`Rejection` s — of the message in hand or of an earlier one the stage had
 kept (a job event waiting for its epoch, a market tick on a clock that lost) — :class:`Fault` s
 and :class:`~solver.decision.SlotDecision` s. Anything it raises rejects the message in hand
-(:mod:`streams.pipeline.driver`). A stage may read its messages itself (a ``decode(value)``
-method, e.g. to skip what it only relays); the driver uses :func:`~streams.contract.parse_event`
-otherwise.
+(:mod:`streams.pipeline.driver`). A stage reads its messages itself (``decode(value)``):
+:func:`~streams.contract.parse_event`, or less of what it only relays, or the event a stage of
+the same runner encoded (:mod:`streams.pipeline.written`).
 """
 
 from __future__ import annotations
@@ -76,12 +76,18 @@ E = TypeVar("E", bound=Envelope)
 
 
 class Stage(Protocol[E]):
-    """A pipeline stage: the events it takes (``E``), and what it makes of each."""
+    """A pipeline stage: the events it takes (``E``), how it reads a message's value, and what
+    it makes of each event."""
 
     name: str
 
     @property
     def accepts(self) -> tuple[type[E], ...]: ...
+
+    def decode(self, raw: bytes) -> Envelope:
+        """The event of a message's value; raises :class:`~streams.contract.EventError` saying
+        what is wrong with it."""
+        ...
 
     def handle(self, event: E, message: Message | None = None) -> list[StageOutput]: ...
 
@@ -96,7 +102,7 @@ def rejection(message: Message | None, error: Exception) -> list[Rejection]:
 
 
 def epoch_index(boundary: float, slot_seconds: float) -> int:
-    """Slots since the Unix epoch: the epoch number of the slot starting at ``boundary``."""
+    """The epoch index of the slot starting at ``boundary``: whole slots since Unix time 0."""
     return round(boundary / slot_seconds)
 
 

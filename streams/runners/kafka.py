@@ -2,8 +2,9 @@
 worker.
 
 The batched stage (the market stage) runs on a consumer of its own inside the worker
-(:class:`streams.runners.tick_consumer.TickConsumer`, group ``<app id>.market-ticks``); every
-other stage is a Faust agent (group ``<app id>``). Each keeps one stage per partition it owns
+(:class:`streams.runners.tick_consumer.TickLoop`, group ``<app id>.market-ticks``), which hands
+each batch to :meth:`KafkaRunner.handle_ticks`; every other stage is a Faust agent (group
+``<app id>``). Each keeps one stage per partition it owns
 (:class:`streams.runners.recovery.PartitionStages`). When a worker takes over a partition in
 the middle of its log (a restart, or a rebalance), it first restores the stage from its newest
 snapshot and replays the log after it, so no state is lost; anything re-emitted carries the
@@ -12,13 +13,15 @@ snapshotted.
 
 Every message goes through a :class:`streams.pipeline.driver.Driver`, live and in a restore
 alike: whatever it makes its stage raise is dead-lettered (and counted as a stage error), and
-the stage goes on with the next message.
+the stage goes on with the next message. What the stages write for one another is the runner's
+:attr:`KafkaRunner.between_stages`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import ssl
 import time
@@ -42,10 +45,11 @@ from streams.pipeline.declaration import (
 )
 from streams.pipeline.driver import Batch, dead_letter, is_stage_error
 from streams.pipeline.stage import Message
+from streams.pipeline.written import Written
 from streams.runners.collector import QuietCollector
 from streams.runners.memory import Observer
 from streams.runners.recovery import PartitionStages, record_message
-from streams.runners.tick_consumer import TickConsumer, log_end
+from streams.runners.tick_consumer import TickLoop, log_end
 from streams.runtime import guard_handlers
 from streams.settings import Settings, env_name
 
@@ -92,7 +96,8 @@ def create_app(settings: Settings, registry: CollectorRegistry | None = None) ->
 
 class KafkaRunner:
     """Runs stages of the declaration in a Faust app: sends each stage's outputs where its
-    routes say, and tells the observers what every message did."""
+    routes say, and tells the observers what every message did. Its stages are built with
+    :attr:`between_stages`, where they find what the others wrote."""
 
     def __init__(self, app: faust.App, settings: Settings, config: PipelineConfig,
                  state: KafkaState, metrics: PipelineMetrics,
@@ -107,22 +112,20 @@ class KafkaRunner:
         self._topics: dict[str, faust.TopicT] = {}
         self.stages: list[PartitionStages] = []
         """The stages of every stage run, in the order of :meth:`run`."""
+        self.between_stages = Written()
 
     def run(self, spec: StageSpec) -> None:
         """Run ``spec``'s stage on its topic: on the batched consumer, or as an agent."""
         topic = getattr(self.settings.topics, spec.topic)
         stages = PartitionStages(
-            spec, self.settings, self.config, self.state,
+            spec, self.settings, self.config, self.state, self.between_stages,
             {"config": self.config, "solve_seconds": self.metrics.solve_seconds},
             self.metrics.recovery)
         self.stages.append(stages)
         if spec.batched:
-            async def handle(records: Sequence[ConsumerRecord]) -> list[Awaitable[Any]]:
-                self._delivered()  # the batch before: its deliveries are awaited by now
-                return await self.process(spec, stages, map(record_message, records))
-
-            consumer = TickConsumer(self.settings, handle, stages, beacon=self.app.beacon)
-            self.app.service(consumer)  # type: ignore[arg-type]  # faust annotates App.service for classes; it starts instances too
+            ticks = TickLoop(self.settings, functools.partial(self.handle_ticks, spec, stages),
+                             stages, beacon=self.app.beacon)
+            self.app.service(ticks)  # type: ignore[arg-type]  # faust annotates App.service for classes; it starts instances too
             return
 
         async def agent(stream: faust.StreamT) -> None:
@@ -135,6 +138,13 @@ class KafkaRunner:
                     self._delivered()
 
         self.app.agent(self._topic(topic), name=f"spotsched.{spec.name}")(agent)
+
+    async def handle_ticks(self, spec: StageSpec, stages: PartitionStages,
+                           records: Sequence[ConsumerRecord]) -> list[Awaitable[Any]]:
+        """The batched stage's handler (:class:`TickLoop`): a batch of records through
+        :meth:`process`; the batch before had its deliveries awaited by now."""
+        self._delivered()
+        return await self.process(spec, stages, map(record_message, records))
 
     async def process(self, spec: StageSpec, stages: PartitionStages,
                       messages: Iterable[Message]) -> list[Awaitable[Any]]:
@@ -159,7 +169,7 @@ class KafkaRunner:
                 deliveries += [await producer.send(out.topic, out.key, out.value, out.partition,
                                                    None, out.headers)
                                for out in sends(spec, handling, self.settings.topics,
-                                                self.partitions)]
+                                                self.partitions, self.between_stages)]
         for observer in self.observers:
             observer.observe(batch)
         return deliveries
@@ -206,8 +216,8 @@ def event_message(event: faust.EventT) -> Message:
 
 class _StateClients(Service):
     """When the worker stops: snapshots every stage that took records since its last snapshot
-    (the tick consumer has stopped by then, and each agent's batch in flight is waited for),
-    then closes the snapshot and trimming clients. Added before the tick consumer, so stopped
+    (the tick loop has stopped by then, and each agent's batch in flight is waited for),
+    then closes the snapshot and trimming clients. Added before the tick loop, so stopped
     after it."""
 
     def __init__(self, state: KafkaState, stages: Sequence[PartitionStages],

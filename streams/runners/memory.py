@@ -38,6 +38,7 @@ from streams.pipeline.declaration import (
 from streams.pipeline.driver import Batch, Driver
 from streams.pipeline.stage import Fault, Message
 from streams.pipeline.trace_events import ReplayEvent
+from streams.pipeline.written import Written
 from streams.settings import Topics
 
 E = TypeVar("E", bound=Envelope)
@@ -53,7 +54,8 @@ class Observer(Protocol):
 class MemoryPipeline:
     """Every stage of :data:`~streams.pipeline.declaration.PIPELINE`, one per partition, and
     what the stages wrote to the topics no stage reads (decisions, forecasts, dead letters),
-    decoded, with their headers."""
+    decoded, with their headers. What the stages write for one another is kept in
+    :attr:`between_stages`, this pipeline's own."""
 
     def __init__(self, config: PipelineConfig, job_partitions: int = 1,
                  market_partitions: int = 1, topics: Topics | None = None,
@@ -63,8 +65,9 @@ class MemoryPipeline:
             topic_specs(self.topics, market_partitions, job_partitions))
         self.observers = tuple(observers)
         self.stages: dict[str, StageSpec] = {getattr(self.topics, s.topic): s for s in PIPELINE}
+        self.between_stages = Written()
         self.drivers: dict[tuple[str, int], Driver] = {
-            (topic, p): Driver(spec.make(config))
+            (topic, p): Driver(spec.make(config, self.between_stages))
             for topic, spec in self.stages.items() for p in range(self.partitions[topic])}
         self._written: defaultdict[str, list[Envelope]] = defaultdict(list)
         self._unread: defaultdict[str, list[bytes]] = defaultdict(list)
@@ -94,7 +97,8 @@ class MemoryPipeline:
             self.faults.extend(handling.faults)
             if not (handling.outputs or handling.rejections):
                 continue
-            for out in sends(spec, handling, self.topics, self.partitions):
+            for out in sends(spec, handling, self.topics, self.partitions,
+                                   self.between_stages):
                 self._enqueue(out.topic, out.partition, out.key, out.value)
                 self.headers[out.topic].append(out.headers)
                 if out.topic not in self.stages:

@@ -49,7 +49,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -68,9 +68,13 @@ from streams.pipeline.snapshot import (
     seal,
 )
 from streams.pipeline.stage import AnyStage, Message
+from streams.pipeline.written import Written
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
+
+WRITTEN_NAME = "written"
+"""The name snapshots give the runner's :class:`~streams.pipeline.written.Written`."""
 
 
 @dataclass
@@ -140,13 +144,13 @@ class PartitionStages:
     """One stage per partition of ``spec``'s input topic (module doc)."""
 
     def __init__(self, spec: StageSpec, settings: Settings, config: PipelineConfig,
-                 state: KafkaState, environment: Mapping[str, object],
-                 metrics: RecoveryMetrics, clock: Callable[[], float] = time.monotonic
-                 ) -> None:
+                 state: KafkaState, written: Written, environment: Mapping[str, object],
+                 metrics: RecoveryMetrics, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[object]] = asyncio.sleep) -> None:
         self.name = spec.name
         self.topic = getattr(settings.topics, spec.topic)
         self.snapshots = getattr(settings.topics, spec.snapshots)
-        self.make_stage: Callable[[], AnyStage] = lambda: spec.make(config)
+        self.make_stage: Callable[[], AnyStage] = lambda: spec.make(config, written)
         self.fingerprint = config.fingerprint(spec.depends_on)
         self.slot_seconds = config.slot_seconds
         self.cadence = RecoveryConfig.of(settings)
@@ -155,10 +159,14 @@ class PartitionStages:
         self._known: dict[int, int] = {}
         """The highest snapshot sequence known of each partition (read or written)."""
         self.state = state
-        self.environment = environment
+        self.environment = {**environment, WRITTEN_NAME: written}
+        """The objects a snapshot names rather than holds: ``environment`` and ``written``,
+        what the runner's stages write for one another (the restoring runner's own)."""
         self.metrics = metrics
         self.clock = clock
         """Seconds, for the snapshot interval."""
+        self.sleep = sleep
+        """Waits seconds, for the snapshot delay."""
         self._held: dict[int, _Held] = {}
         self._recovering: dict[int, asyncio.Task[None]] = {}
         self._batch = asyncio.Lock()
@@ -220,7 +228,7 @@ class PartitionStages:
 
     async def _snapshot_deferred(self) -> None:
         """Once the delay has passed, between two batches: snapshot the stages deferred."""
-        await asyncio.sleep(self.cadence.delay_seconds)
+        await self.sleep(self.cadence.delay_seconds)
         async with self._batch:
             self._later = None
             if self._settled and not self._stopping:

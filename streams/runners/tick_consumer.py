@@ -1,14 +1,12 @@
-"""The market-ticks path: a batched aiokafka consumer that runs inside the Faust worker.
+"""The market-ticks path: :class:`TickLoop`, a batched aiokafka consumer that runs inside the
+Faust worker, in a consumer group of its own (:func:`group_id`).
 
-Faust dispatches every message through its stream machinery, which holds a worker to a few
-thousand messages per second; the ticks topic carries far more than the other inputs, so it
-is read by a plain consumer in a consumer group of its own (:func:`group_id`). A batch is
-handled, every delivery it started is awaited, and only then are its offsets committed:
-at-least-once, and whatever a batch emits again after a crash is identical to what it emitted
-the first time. Then the stages due are snapshotted. The commit lands while the next batch is
-fetched and handled (a commit waits for the broker, about as long as the batch's deliveries);
-the next commit is sent only once it has, and a rebalance or a stop waits for it, so a batch
-is still committed by the worker that handled it.
+A batch is handled, every delivery it started is awaited, and only then are its offsets
+committed: at-least-once, and whatever a batch emits again after a crash is identical to what
+it emitted the first time. Then the stages due are snapshotted. The commit lands while the
+next batch is fetched and handled (a commit waits for the broker, about as long as the batch's
+deliveries); the next commit is sent only once it has, and a rebalance or a stop waits for it,
+so a batch is still committed by the worker that handled it.
 
 A partition whose stage must first be recovered (taken over mid-way: a restart, a rebalance)
 is paused and rewound to its first record of the batch, and recovers in the background
@@ -75,69 +73,82 @@ def group_id(settings: Settings) -> str:
     return f"{settings.app_id}.market-ticks"
 
 
-class TickConsumer(Service):
+class TickLoop(Service):
     """Feeds the market-ticks topic to ``handle`` in batches, committing after delivery.
+
+    Ticks bypass Faust for throughput: Faust dispatches every message through its stream
+    machinery, which holds a worker to a few thousand messages per second, and the ticks topic
+    carries far more messages than the other inputs together (docs/operations.md, *What runs
+    where*). Each turn of :meth:`_run` polls a batch, hands it to the stages, waits for the
+    outputs to be delivered, then commits the batch (module doc).
 
     Started with the Faust app (``app.service``) once its producer runs, and stopped before
     it: stopping lets the batch in flight finish (handled, delivered, committed), stops
     consuming, then leaves the group. A commit is retried while the broker is away; an error
-    other than a failed commit crashes the worker, which is safe to restart.
+    other than a failed commit crashes the worker, which is safe to restart. ``consumer``
+    builds the Kafka consumer (an aiokafka one of the settings' group when not given).
     """
 
     def __init__(self, settings: Settings, handle: BatchHandler, stages: Stages,
+                 consumer: Callable[[], AIOKafkaConsumer] | None = None,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.settings = settings
         self.topic = settings.topics.market_ticks
         self._handle = handle
         self._stages = stages
+        self._new_consumer = consumer or self._kafka_consumer
         self._batch = asyncio.Lock()
         self._consumer: AIOKafkaConsumer | None = None
-        self._consuming: asyncio.Future[Any] | None = None
+        self._running: asyncio.Future[Any] | None = None
         self._committing: asyncio.Future[None] | None = None
         """The commit of the last batch handled, until it has landed."""
         self._recovering: set[TopicPartition] = set()
 
     async def on_start(self) -> None:
-        settings = self.settings
-        self._consumer = await start_client(
-            lambda: AIOKafkaConsumer(
-                **settings.kafka_options(), group_id=group_id(settings),
-                enable_auto_commit=False, auto_offset_reset="earliest",
-                fetch_max_wait_ms=FETCH_WAIT_MS,
-                session_timeout_ms=round(settings.session_timeout_seconds * 1000),
-                heartbeat_interval_ms=round(settings.heartbeat_seconds * 1000),
-                max_poll_interval_ms=round(settings.max_poll_interval_seconds * 1000),
-                group_instance_id=settings.instance_id),
-            settings, f"consuming {self.topic}")
+        self._consumer = await start_client(self._new_consumer, self.settings,
+                                            f"consuming {self.topic}")
         self._consumer.subscribe([self.topic], listener=_Handover(self._batch, self._committed))
-        self._consuming = self.add_future(self._consume(self._consumer))
+        self._running = self.add_future(self._run(self._consumer))
 
     async def on_stop(self) -> None:
-        if self._consumer is None or self._consuming is None:
+        if self._consumer is None or self._running is None:
             return
         async with self._batch:  # the batch in flight is delivered first
-            self._consuming.cancel()
-        await asyncio.wait([self._consuming])
+            self._running.cancel()
+        await asyncio.wait([self._running])
         await self._committed()
         await self._consumer.stop()
 
-    async def _consume(self, consumer: AIOKafkaConsumer) -> None:
+    async def _run(self, consumer: AIOKafkaConsumer) -> None:
+        """Poll a batch, hand it to the stages, await its deliveries, commit, checkpoint."""
         while not self.should_stop:
             # getmany returns nothing while a rebalance is under way, and the lock is then
             # taken without yielding: a batch is handled and committed within one assignment.
-            batch = await consumer.getmany(timeout_ms=POLL_MS, max_records=MAX_RECORDS)
+            polled = await consumer.getmany(timeout_ms=POLL_MS, max_records=MAX_RECORDS)
             async with self._batch, self._stages.batch():
-                batch = {tp: records for tp, records in batch.items()
+                batch = {tp: records for tp, records in polled.items()
                          if self._admit(consumer, tp, records[0].offset)}
-                if batch:
-                    await asyncio.gather(*await self._handle(
-                        [record for records in batch.values() for record in records]))
-                    await self._committed()
-                    self._committing = asyncio.ensure_future(self._commit(
-                        consumer, {tp: records[-1].offset + 1 for tp, records in batch.items()}))
-                    await self._stages.checkpoint({tp.partition: log_end(consumer.highwater, tp)
-                                                   for tp in batch})
+                if not batch:
+                    continue
+                await asyncio.gather(*await self._handle(
+                    [record for records in batch.values() for record in records]))
+                await self._commit_after_last(
+                    consumer, {tp: records[-1].offset + 1 for tp, records in batch.items()})
+                await self._stages.checkpoint({tp.partition: log_end(consumer.highwater, tp)
+                                               for tp in batch})
+
+    def _kafka_consumer(self) -> AIOKafkaConsumer:
+        """A consumer of the market-ticks group, committing only when told."""
+        settings = self.settings
+        return AIOKafkaConsumer(
+            **settings.kafka_options(), group_id=group_id(settings),
+            enable_auto_commit=False, auto_offset_reset="earliest",
+            fetch_max_wait_ms=FETCH_WAIT_MS,
+            session_timeout_ms=round(settings.session_timeout_seconds * 1000),
+            heartbeat_interval_ms=round(settings.heartbeat_seconds * 1000),
+            max_poll_interval_ms=round(settings.max_poll_interval_seconds * 1000),
+            group_instance_id=settings.instance_id)
 
     def _admit(self, consumer: AIOKafkaConsumer, tp: TopicPartition, offset: int) -> bool:
         """Whether the partition's records from ``offset`` can be handled now; if not, the
@@ -172,6 +183,12 @@ class TickConsumer(Service):
         if self._committing is not None:
             await self._committing
             self._committing = None
+
+    async def _commit_after_last(self, consumer: AIOKafkaConsumer,
+                                 offsets: dict[TopicPartition, int]) -> None:
+        """Once the last batch's commit has landed, send this one's (it lands meanwhile)."""
+        await self._committed()
+        self._committing = asyncio.ensure_future(self._commit(consumer, offsets))
 
     async def _commit(
         self, consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]

@@ -353,7 +353,7 @@ async def test_a_partition_recovers_while_the_consumer_keeps_polling_and_its_gro
 
     from aiokafka import ConsumerRecord
 
-    from streams.runners.tick_consumer import TickConsumer
+    from streams.runners.tick_consumer import TickLoop
     from streams.settings import Topics
 
     topic = await fresh_topic_factory(partitions=2)
@@ -394,7 +394,7 @@ async def test_a_partition_recovers_while_the_consumer_keeps_polling_and_its_gro
         return []
 
     stages = SlowToRecover()
-    consumer = TickConsumer(settings, handle, stages)
+    consumer = TickLoop(settings, handle, stages)
     with caplog.at_level("INFO", logger="streams.runners.tick_consumer"):
         await consumer.start()
         try:

@@ -1,4 +1,4 @@
-"""The market-ticks consumer on a real broker: offsets follow deliveries, and a bad tick in the
+"""The market-ticks loop on a real broker: offsets follow deliveries, and a bad tick in the
 middle of a batch is dead-lettered while the rest of the batch flows."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from streams.kafka.partitions import partition_for
 from streams.kafka.topics import ensure_topics
 from streams.pipeline.market_stage import MarketStage
 from streams.pipeline.trace_events import trace_events
-from streams.runners.tick_consumer import TickConsumer, group_id
+from streams.runners.tick_consumer import TickLoop, group_id
 from streams.settings import Settings, Topics
 from tests.kafka.pipeline_harness import Pipeline, wait_for
 from tests.kafka_fixture import TopicFactory
@@ -50,10 +50,12 @@ async def test_a_batch_is_committed_only_after_its_deliveries_and_stop_waits_for
         await producer.flush()
     handled: list[tuple[int, int]] = []
     deliveries: list[asyncio.Future[None]] = []
+    first = asyncio.Event()
 
     async def handle(records: Sequence[ConsumerRecord]) -> list[asyncio.Future[None]]:
         handled.extend((r.partition, r.offset) for r in records)
         deliveries.append(asyncio.get_running_loop().create_future())
+        first.set()
         return [deliveries[-1]]
 
     checkpoints: list[bool] = []
@@ -63,25 +65,22 @@ async def test_a_batch_is_committed_only_after_its_deliveries_and_stop_waits_for
         checkpoints.append(all(delivery.done() for delivery in deliveries))
         ends.append(dict(log_ends))
 
-    consumer = TickConsumer(settings, handle, ReadyStages(checkpointed))
-    await consumer.start()
+    ticks = TickLoop(settings, handle, ReadyStages(checkpointed))
+    await ticks.start()
     try:
-        async with asyncio.timeout(30):
-            while not deliveries:
-                await asyncio.sleep(0.05)
-        # The batch stays in flight (and uncommitted) until its deliveries are acknowledged;
-        # the next one is fetched only after it.
-        assert consumer._batch.locked() and len(deliveries) == 1
+        await asyncio.wait_for(first.wait(), 30)
+        # The batch stays in flight (uncommitted, not checkpointed) until its deliveries are
+        # acknowledged; the next one is fetched only after it.
         assert await committed(settings, 2) == {0: None, 1: None}
-        stopping = asyncio.ensure_future(consumer.stop())
-        async with asyncio.timeout(30):
-            while not consumer.should_stop:
-                await asyncio.sleep(0.05)
-        assert consumer._batch.locked() and not stopping.done()  # stopping waits for it too
+        assert checkpoints == [] and len(deliveries) == 1
+        stopping = asyncio.ensure_future(ticks.stop())
+        with pytest.raises(TimeoutError):  # stopping waits for it too
+            await asyncio.wait_for(asyncio.shield(stopping), 1.0)
+        assert checkpoints == [] and len(deliveries) == 1
         deliveries[0].set_result(None)
         await asyncio.wait_for(stopping, 30)
     finally:
-        await consumer.stop()
+        await ticks.stop()
     offsets = {p: [o for q, o in handled if q == p] for p in (0, 1)}
     assert all(offsets[p] == list(range(len(offsets[p]))) for p in (0, 1))
     assert await committed(settings, 2) == {p: len(offsets[p]) or None for p in (0, 1)}

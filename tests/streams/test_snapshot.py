@@ -38,6 +38,7 @@ from streams.pipeline.snapshot import (
 )
 from streams.pipeline.stage import Message, encoded
 from streams.pipeline.trace_events import trace_events
+from streams.pipeline.written import Written
 from streams.runners.memory import MemoryPipeline
 from streams.settings import Settings
 from tests.streams.logged import logged
@@ -81,8 +82,9 @@ def made(handling: Handling) -> tuple:
 
 def snapshot(stage: object, name: str, partition: int, offset: int,
              config: PipelineConfig) -> bytes:
-    return seal(pickle_state(stage, {"config": config}), stage=name, partition=partition,
-                offset=offset, sequence=0, settings=digest(config, name), taken=1.0)
+    pickled = pickle_state(stage, {"config": config, "written": stage.written})
+    return seal(pickled, stage=name, partition=partition, offset=offset, sequence=0,
+                settings=digest(config, name), taken=1.0)
 
 
 @pytest.mark.slow
@@ -92,13 +94,14 @@ def test_a_stage_restored_anywhere_in_its_log_goes_on_like_the_one_that_never_st
                             PolicySpec(policy))
     for (name, partition), log in run(config).items():
         for cut in (1, len(log) // 3, 2 * len(log) // 3):
-            driver = Driver(STAGES[name].make(config))
+            driver = Driver(STAGES[name].make(config, Written()))
             for message, _ in log[:cut]:
                 driver.process(message)
             blob = snapshot(driver.stage, name, partition, cut, config)
             header, stage = restore(blob, stage=name, partition=partition,
                                     settings=digest(config, name),
-                                    environment={"config": config}, max_bytes=MAX_BYTES)
+                                    environment={"config": config, "written": Written()},
+                                    max_bytes=MAX_BYTES)
             assert header.offset == cut
             restored = Driver(stage)
             after = [made(restored.process(message)) for message, _ in log[cut:]]
@@ -115,14 +118,15 @@ def test_the_solve_time_histogram_is_the_restoring_workers_own():
                                        timed=metrics.timed), metrics)
     (first, first_metrics), (second, second_metrics) = config_of[0], config_of[1]
     log = run(first, job_partitions=1)["scheduler", 0]
-    driver = Driver(PIPELINE[2].make(first))
+    driver = Driver(PIPELINE[2].make(first, Written()))
     for message, _ in log[: len(log) // 2]:
         driver.process(message)
-    environment = {"config": first, "solve_seconds": first_metrics.solve_seconds}
+    environment = {"config": first, "solve_seconds": first_metrics.solve_seconds,
+                   "written": driver.stage.written}
     blob = seal(pickle_state(driver.stage, environment), stage="scheduler", partition=0,
                 offset=len(log) // 2, sequence=0, settings=digest(first), taken=1.0)
     _, stage = restore(blob, stage="scheduler", partition=0, settings=digest(second),
-                       environment={"config": second,
+                       environment={"config": second, "written": Written(),
                                     "solve_seconds": second_metrics.solve_seconds},
                        max_bytes=MAX_BYTES)
     assert stage.engine.policy._seconds is second_metrics.solve_seconds
@@ -134,7 +138,7 @@ def taken():
     config = PipelineConfig(build_market_data(synthetic_ticks(SPEC), SLOT).markets, SLOT,
                             PolicySpec("greedy"))
     log = run(config, job_partitions=1)["scheduler", 0]
-    driver = Driver(PIPELINE[2].make(config))
+    driver = Driver(PIPELINE[2].make(config, Written()))
     for message, _ in log[:100]:
         driver.process(message)
     return config, snapshot(driver.stage, "scheduler", 0, 100, config)
@@ -144,7 +148,8 @@ def refusal(blob: bytes, config: PipelineConfig, keys: SnapshotKeys = UNSIGNED,
             **expected) -> str:
     where = {"stage": "scheduler", "partition": 0, "settings": digest(config), **expected}
     with pytest.raises(SnapshotRefused) as refused:
-        restore(blob, environment={"config": config}, keys=keys, max_bytes=MAX_BYTES, **where)
+        restore(blob, environment={"config": config, "written": Written()}, keys=keys,
+                max_bytes=MAX_BYTES, **where)
     text = str(refused.value)
     assert "\n" not in text
     return text
@@ -222,6 +227,7 @@ import hashlib, sys
 from streams.pipeline.declaration import PIPELINE, PipelineConfig
 from streams.pipeline.driver import Driver
 from streams.pipeline.snapshot import pickle_state
+from streams.pipeline.written import Written
 from tests.streams.test_snapshot import SLOT, SPEC, run
 from solver.market import build_market_data
 from solver.policies import PolicySpec
@@ -229,10 +235,11 @@ from solver.synthetic import synthetic_ticks
 config = PipelineConfig(build_market_data(synthetic_ticks(SPEC), SLOT).markets, SLOT,
                         PolicySpec("risk-aware"))
 for (name, partition), log in sorted(run(config).items()):
-    driver = Driver({s.name: s for s in PIPELINE}[name].make(config))
+    driver = Driver({s.name: s for s in PIPELINE}[name].make(config, Written()))
     for message, _ in log:
         driver.process(message)
-    digest = hashlib.sha256(pickle_state(driver.stage, {"config": config})).hexdigest()
+    environment = {"config": config, "written": driver.stage.written}
+    digest = hashlib.sha256(pickle_state(driver.stage, environment)).hexdigest()
     print(name, partition, digest)
 """
 

@@ -35,6 +35,7 @@ from streams.metrics import PipelineMetrics
 from streams.pipeline.declaration import PIPELINE, PipelineConfig
 from streams.pipeline.snapshot import (
     MAGIC,
+    STATE_VERSION,
     UNSIGNED,
     SnapshotKeys,
     SnapshotRefused,
@@ -42,6 +43,7 @@ from streams.pipeline.snapshot import (
     restore,
     seal,
 )
+from streams.pipeline.written import Written
 from streams.runners.recovery import PartitionStages
 from streams.settings import Settings
 
@@ -110,7 +112,8 @@ def with_body(body: bytes, keys: SnapshotKeys = UNSIGNED, raw: bytes | None = No
     ``changes``, signed with ``keys`` unless given its ``mac``."""
     fields = {"bytes": len(body), "format": 2, "offset": 10, "partition": 0, "sequence": 1,
               "settings": "digest", "sha256": hashlib.sha256(body).hexdigest(),
-              "stage": "scheduler", "state_version": 3, "taken": 1.0, **changes}
+              "stage": "scheduler", "state_version": STATE_VERSION, "taken": 1.0,
+              **changes}
     header = raw if raw is not None else json.dumps(fields).encode()
     token = mac if mac is not None else keys.sign(header + b"\n" + body).encode()
     return MAGIC + token + b" " + header + b"\n" + body
@@ -308,7 +311,7 @@ def stages_on(state: HostileState, **settings: object) -> PartitionStages:
     return PartitionStages(
         spec, Settings(**{"snapshot_key": KEY.decode(), "snapshot_max_bytes": MAX_BYTES,
                           **settings}),
-        config, state, {"config": config},  # type: ignore[arg-type]
+        config, state, Written(), {"config": config},  # type: ignore[arg-type]
         PipelineMetrics(CollectorRegistry(), markets=[], topics=[], slot_seconds=3600.0,
                         started=0.0).recovery)
 

@@ -21,6 +21,7 @@ from streams.metrics import PipelineMetrics
 from streams.pipeline.declaration import PIPELINE, PipelineConfig
 from streams.pipeline.stage import Message
 from streams.pipeline.trace_events import trace_events
+from streams.pipeline.written import Written
 from streams.runners.recovery import PartitionStages, RecoveryConfig
 from streams.runners.tick_consumer import log_end
 from streams.settings import Settings
@@ -59,6 +60,12 @@ class MemoryState:
 
     def __init__(self) -> None:
         self.written: list[tuple[int, int]] = []
+        self._wrote = asyncio.Condition()
+
+    async def until_written(self, count: int) -> None:
+        """Until ``count`` snapshots have been written."""
+        async with asyncio.timeout(10), self._wrote:
+            await self._wrote.wait_for(lambda: len(self.written) >= count)
 
     async def manifests(self, topic: str, partition: int) -> list[Manifest]:
         return []
@@ -73,7 +80,9 @@ class MemoryState:
 
     async def write_snapshot(self, topic: str, partition: int, blob: bytes, offset: int,
                              sequence: int, taken: float, newest: Manifest | None) -> Manifest:
-        self.written.append((partition, offset))
+        async with self._wrote:
+            self.written.append((partition, offset))
+            self._wrote.notify_all()
         return Manifest("a", offset, sequence, (), len(blob), taken)
 
     async def trim(self, topic: str, partition: int, keep_from: int, margin_seconds: float
@@ -82,11 +91,45 @@ class MemoryState:
 
 
 class Clock:
+    """Monotonic seconds that pass when the test says; a sleep ends once they have."""
+
     def __init__(self) -> None:
         self.now = 1_000.0
+        self.sleeping = 0
+        self._moved = asyncio.Condition()
 
     def __call__(self) -> float:
         return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        end = self.now + seconds
+        async with self._moved:
+            self.sleeping += 1
+            self._moved.notify_all()
+            try:
+                await self._moved.wait_for(lambda: self.now >= end)
+            finally:
+                self.sleeping -= 1
+
+    async def until_sleeping(self) -> None:
+        async with asyncio.timeout(10), self._moved:
+            await self._moved.wait_for(lambda: self.sleeping > 0)
+
+    async def advance(self, seconds: float) -> None:
+        async with self._moved:
+            self.now += seconds
+            self._moved.notify_all()
+
+    async def pass_delay(self) -> None:
+        """Once a sleep has begun, let the snapshot delay pass."""
+        await self.until_sleeping()
+        await self.advance(DELAY)
+
+
+async def settled() -> None:
+    """Once every task that can run has run as far as it can."""
+    for _ in range(20):
+        await asyncio.sleep(0)
 
 
 DELAY = 0.05
@@ -106,9 +149,9 @@ class Partition:
         self.state, self.clock = MemoryState(), Clock()
         market = next(spec for spec in PIPELINE if spec.name == "market")
         self.stages = PartitionStages(
-            market, self.settings, config, self.state, {"config": config},
+            market, self.settings, config, self.state, Written(), {"config": config},
             PipelineMetrics(CollectorRegistry(), markets=[], topics=[], slot_seconds=3600.0,
-                            started=0.0).recovery, clock=self.clock)
+                            started=0.0).recovery, clock=self.clock, sleep=self.clock.sleep)
         slots = defaultdict(list)
         for event in trace_events(ticks, []):
             slots[int(event.event_time.timestamp() // 3600)].append(event)
@@ -124,13 +167,6 @@ class Partition:
         async with self.stages.batch():
             self.feed(events)
             await self.stages.checkpoint({0: self.log_end if end == -1 else end})
-
-    async def after_delay(self) -> None:
-        """Wait out the delay, then for a deferred snapshot to be written (it is taken under
-        the stages' batch lock, whose waiters go in turn)."""
-        await asyncio.sleep(3 * DELAY)
-        async with self.stages.batch():
-            pass
 
     def feed(self, events: list) -> None:
         for event in events:
@@ -152,7 +188,8 @@ async def test_a_stage_is_held_back_by_the_interval_only_while_it_lags_behind_it
     assert written[1:] == [(0, partition.offset)]
     await partition.take(batches[4])  # within the interval again, but the log's end is reached:
     assert written[2:] == [] and partition.offset == partition.log_end  # not in the decisions'
-    await partition.after_delay()  # way, but once the delay has passed
+    await partition.clock.pass_delay()  # way, but once the delay has passed
+    await partition.state.until_written(3)
     assert written[2:] == [(0, partition.offset)]
 
 
@@ -163,20 +200,24 @@ async def test_a_deferred_snapshot_waits_for_the_batch_in_flight_and_covers_it()
     await partition.take(head)  # caught up and due by slots: deferred
     async with partition.stages.batch():  # a batch that outlasts the delay
         partition.feed(partition.batches[2])
-        await asyncio.sleep(3 * DELAY)
-        assert partition.state.written == []
-    async with partition.stages.batch():  # taken once the batch is done (before the next),
-        pass  # at its end
+        await partition.clock.pass_delay()
+        with pytest.raises(TimeoutError):  # not written while the batch is in flight
+            await asyncio.wait_for(partition.state.until_written(1), 0.5)
+    await partition.state.until_written(1)  # taken once the batch is done, at its end
     assert partition.state.written == [(0, partition.offset)]
 
 
 async def test_a_stop_within_the_delay_snapshots_the_stage_once():
     partition = Partition()
     await partition.take(partition.batches[0] + partition.batches[1], end=None)
+    partition.log_end = partition.offset + len(partition.batches[2])
     await partition.take(partition.batches[2])  # caught up and due by slots: deferred
+    await partition.clock.until_sleeping()
     written = partition.state.written[:]
     await partition.stages.snapshot_all()
-    await partition.after_delay()
+    assert partition.state.written == [*written, (0, partition.offset)]
+    await partition.clock.advance(DELAY)
+    await settled()
     assert partition.state.written == [*written, (0, partition.offset)]
 
 

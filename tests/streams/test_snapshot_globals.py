@@ -35,6 +35,7 @@ from streams.pipeline.snapshot_globals import (
     find_global,
     new_object,
 )
+from streams.pipeline.written import Written
 from tests.streams.test_snapshot import ONLINE, SLOT, SPEC, STAGES, run
 
 
@@ -76,9 +77,11 @@ def test_the_admitted_globals_are_exactly_those_the_stages_of_every_policy_pickl
                                   started=0.0)
         config = PipelineConfig(build_market_data(synthetic_ticks(SPEC), SLOT).markets, SLOT,
                                 PolicySpec(policy), timed=metrics.timed)
-        environment = {"config": config, "solve_seconds": metrics.solve_seconds}
+        written = Written()
+        environment = {"config": config, "solve_seconds": metrics.solve_seconds,
+                       "written": written}
         for (name, _), log in run(config).items():
-            driver = Driver(STAGES[name].make(config))
+            driver = Driver(STAGES[name].make(config, written))
             cuts = set(range(0, len(log), max(1, len(log) // 12)))
             for at, (message, _) in enumerate(log):
                 driver.process(message)

@@ -1,18 +1,18 @@
-"""The market-ticks path commits a batch while the next one is handled, one commit at a time,
+"""The market-ticks loop commits a batch while the next one is handled, one commit at a time,
 and a rebalance or a stop waits for the commit in flight (no broker: a consumer in memory)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
-from aiokafka import ConsumerRecord, TopicPartition
+from aiokafka import ConsumerRebalanceListener, ConsumerRecord, TopicPartition
 
-from streams.runners.tick_consumer import TickConsumer, _Handover
+from streams.runners.tick_consumer import TickLoop
 from streams.settings import Settings
 from tests.streams.ready_stages import ReadyStages
 
-TP = TopicPartition("market-ticks", 0)
+TP = TopicPartition("spotsched.market-ticks", 0)
 
 
 def records(first: int, count: int) -> list[ConsumerRecord]:
@@ -21,89 +21,114 @@ def records(first: int, count: int) -> list[ConsumerRecord]:
 
 
 class Consumer:
-    """Hands out the given batches, then nothing; each commit lands when the test says."""
+    """A consumer in memory: hands out the given batches, then polls idle until stopped; a
+    commit lands when the test says. Each step is logged, and whoever waits on the log is
+    told."""
 
-    def __init__(self, batches: list[list[ConsumerRecord]], log: list[str]) -> None:
-        self.batches, self.log = batches, log
+    def __init__(self, batches: list[list[ConsumerRecord]]) -> None:
+        self.batches = batches
+        self.log: list[str] = []
+        self.listener: ConsumerRebalanceListener | None = None
         self.landing: list[asyncio.Future[None]] = []
+        self.overlapping = False
+        """Whether a commit was sent while another was in flight."""
+        self._changed = asyncio.Condition()
+
+    async def record(self, line: str) -> None:
+        async with self._changed:
+            self.log.append(line)
+            self._changed.notify_all()
+
+    async def until(self, logged: Callable[[list[str]], bool]) -> None:
+        """Until the log satisfies ``logged``."""
+        async with asyncio.timeout(10), self._changed:
+            await self._changed.wait_for(lambda: logged(self.log))
+
+    async def start(self) -> None:
+        pass
+
+    def subscribe(self, topics: Sequence[str], listener: ConsumerRebalanceListener) -> None:
+        assert list(topics) == [TP.topic]
+        self.listener = listener
 
     async def getmany(self, timeout_ms: int, max_records: int
                       ) -> dict[TopicPartition, list[ConsumerRecord]]:
         if self.batches:
             return {TP: self.batches.pop(0)}
-        await asyncio.sleep(0.01)
+        await asyncio.Event().wait()  # an idle poll, until the loop stops
         return {}
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        self.log.append(f"commit {offsets[TP]} sent")
+        self.overlapping |= any(not landing.done() for landing in self.landing)
         self.landing.append(asyncio.get_running_loop().create_future())
+        await self.record(f"commit {offsets[TP]} sent")
         await self.landing[-1]
-        self.log.append(f"commit {offsets[TP]} landed")
+        await self.record(f"commit {offsets[TP]} landed")
+
+    def land(self) -> None:
+        """The oldest commit in flight lands."""
+        next(landing for landing in self.landing if not landing.done()).set_result(None)
 
     def highwater(self, tp: TopicPartition) -> int | None:
         return None
 
     async def stop(self) -> None:
-        self.log.append("stopped")
+        await self.record("stopped")
 
-
-def handler(log: list[str]) -> Callable[[list[ConsumerRecord]],
-                                       Awaitable[list[asyncio.Future[None]]]]:
-    """Handles a batch by logging its offsets; it delivers nothing."""
-    async def handle(batch: list[ConsumerRecord]) -> list[asyncio.Future[None]]:
-        log.append(f"handled {batch[0].offset}..{batch[-1].offset}")
+    async def handle(self, batch: Sequence[ConsumerRecord]) -> list[asyncio.Future[None]]:
+        """The loop's handler: logs the batch's offsets, delivers nothing."""
+        await self.record(f"handled {batch[0].offset}..{batch[-1].offset}")
         return []
-    return handle
 
 
-async def until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
-    async with asyncio.timeout(seconds):
-        while not condition():
-            await asyncio.sleep(0.005)
+def loop_over(consumer: Consumer) -> TickLoop:
+    return TickLoop(Settings(), consumer.handle, ReadyStages(), consumer=lambda: consumer)
+
+
+async def settled() -> None:
+    """Once every task that can run has run as far as it can."""
+    for _ in range(20):
+        await asyncio.sleep(0)
 
 
 async def test_a_commit_lands_while_the_next_batch_is_handled_and_is_waited_for():
-    log: list[str] = []
-
-    consumer = Consumer([records(0, 3), records(3, 2)], log)
-    ticks = TickConsumer(Settings(), handler(log), ReadyStages())
-    consuming = asyncio.ensure_future(ticks._consume(consumer))
+    consumer = Consumer([records(0, 3), records(3, 2)])
+    ticks = loop_over(consumer)
+    await ticks.start()
     try:
-        await until(lambda: len(log) == 3)
         # The second batch is handled while the first batch's commit is in flight, and its
         # own commit waits for that one to land.
-        assert log[0] == "handled 0..2"
-        assert sorted(log[1:]) == ["commit 3 sent", "handled 3..4"]
-        await asyncio.sleep(0.05)
-        assert len(log) == 3
-        consumer.landing[0].set_result(None)
-        await until(lambda: "commit 5 sent" in log)
-        assert log[3:] == ["commit 3 landed", "commit 5 sent"]
+        await consumer.until(lambda log: len(log) == 3)
+        await settled()
+        assert consumer.log[0] == "handled 0..2"
+        assert sorted(consumer.log[1:]) == ["commit 3 sent", "handled 3..4"]
+        consumer.land()
+        await consumer.until(lambda log: "commit 5 sent" in log)
+        assert consumer.log[3:] == ["commit 3 landed", "commit 5 sent"]
         # A rebalance waits for the commit in flight before the partitions go.
-        revoking = asyncio.ensure_future(
-            _Handover(ticks._batch, ticks._committed).on_partitions_revoked({TP}))
-        await asyncio.sleep(0.05)
+        assert consumer.listener is not None
+        revoking = asyncio.ensure_future(consumer.listener.on_partitions_revoked({TP}))
+        await settled()
         assert not revoking.done()
-        consumer.landing[1].set_result(None)
-        await asyncio.wait_for(revoking, 5)
-        assert log[-1] == "commit 5 landed"
+        consumer.land()
+        await asyncio.wait_for(revoking, 10)
+        assert consumer.log[-1] == "commit 5 landed"
+        assert not consumer.overlapping
     finally:
-        consuming.cancel()
-        await asyncio.gather(consuming, return_exceptions=True)
+        for landing in consumer.landing:
+            if not landing.done():
+                landing.set_result(None)
+        await ticks.stop()
 
 
 async def test_a_stop_waits_for_the_commit_in_flight():
-    log: list[str] = []
-
-    consumer = Consumer([records(0, 3)], log)
-    ticks = TickConsumer(Settings(), handler(log), ReadyStages())
-    ticks._consumer = consumer
-    ticks._consuming = asyncio.ensure_future(ticks._consume(consumer))
-    await until(lambda: "commit 3 sent" in log)
-    stopping = asyncio.ensure_future(ticks.on_stop())
-    await asyncio.sleep(0.05)
+    consumer = Consumer([records(0, 3)])
+    ticks = loop_over(consumer)
+    await ticks.start()
+    await consumer.until(lambda log: "commit 3 sent" in log)
+    stopping = asyncio.ensure_future(ticks.stop())
+    await settled()
     assert not stopping.done()
-    assert "stopped" not in log
-    consumer.landing[0].set_result(None)
-    await asyncio.wait_for(stopping, 5)
-    assert log[-2:] == ["commit 3 landed", "stopped"]
+    consumer.land()
+    await asyncio.wait_for(stopping, 10)
+    assert consumer.log[-2:] == ["commit 3 landed", "stopped"]

@@ -8,16 +8,24 @@ from pydantic import BaseModel
 
 from solver.forecast.outlook import MarketOutlook
 from solver.market import build_market_data
+from solver.policies import PolicySpec
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
-from streams.contract import EpochClosed, MarketBoundary, PublishedForecast, parse_event
+from streams.contract import (
+    Envelope,
+    EpochClosed,
+    JobSubmitted,
+    MarketBoundary,
+    PublishedForecast,
+    dump_event,
+    parse_event,
+)
 from streams.contract.codec import read_forecast_envelope
-from streams.pipeline.coordinator import EpochCoordinator
-from streams.pipeline.outlooks import MADE
-from streams.pipeline.scheduler import PartitionScheduler
+from streams.pipeline.declaration import PipelineConfig
+from streams.pipeline.snapshot import pickle_state, restore, seal
 from streams.pipeline.trace_events import trace_events
-from streams.pipeline.written import WRITTEN, Newest
-from streams.runners.memory import run_in_memory
+from streams.pipeline.written import MadeOutlooks, Newest, Written
+from streams.runners.memory import MemoryPipeline
 
 SLOT = 3600.0
 
@@ -30,12 +38,44 @@ def market():
     return ticks, data, generate_jobs(data, 12, WorkloadSpec(seed=5, workload_range=(4.0, 12.0)))
 
 
-@pytest.fixture
-def written(monkeypatch):
-    """The process's written events and made outlooks, emptied for the test."""
-    monkeypatch.setattr(WRITTEN, "_kept", {})
-    monkeypatch.setattr(MADE, "_made", Newest(WRITTEN.capacity))
-    return WRITTEN
+class Recorded(Newest):
+    """Keeps every event put, as a runner's written events (none forgotten)."""
+
+    def __init__(self) -> None:
+        super().__init__(capacity=1 << 30)
+        self.reads: list[Envelope | None] = []
+
+    def get(self, key):
+        self.reads.append(super().get(key))
+        return self.reads[-1]
+
+    def kept(self) -> dict[bytes, Envelope]:
+        return {key: self.get(key) for key in list(self._kept)}
+
+
+def greedy(market) -> PipelineConfig:
+    return PipelineConfig(market[1].markets, SLOT, PolicySpec("greedy"))
+
+
+def pipeline_of(market, partitions: int = 2, config: PipelineConfig | None = None
+                ) -> MemoryPipeline:
+    """A pipeline over the market's ticks and jobs, its written events recorded."""
+    ticks, _, jobs = market
+    pipeline = MemoryPipeline(config or greedy(market), partitions)
+    pipeline.between_stages.events = Recorded()
+    feed(pipeline, trace_events(ticks, jobs))
+    return pipeline
+
+
+def feed(pipeline: MemoryPipeline, events) -> None:
+    for event in events:
+        topic = (pipeline.topics.job_events if isinstance(event, JobSubmitted)
+                 else pipeline.topics.market_ticks)
+        pipeline.send(topic, dump_event(event), event.key.encode())
+
+
+def stage(pipeline: MemoryPipeline, topic: str):
+    return pipeline.drivers[topic, 0].stage
 
 
 def assert_identical(a, b, path="event"):
@@ -76,44 +116,71 @@ def test_the_newest_events_are_kept_by_their_bytes():
     assert len(kept) == 2
 
 
-def test_what_the_stages_read_back_is_what_decoding_gives(market, written):
-    ticks, data, jobs = market
-    run_in_memory(trace_events(ticks, jobs), data.markets, SLOT, "greedy", partitions=2)
-    kept = dict(written._kept)
+def test_what_the_stages_read_back_is_what_decoding_gives(market):
+    pipeline = pipeline_of(market)
+    scheduler = stage(pipeline, pipeline.topics.job_events)
+    coordinator = stage(pipeline, pipeline.topics.market_boundaries)
+    kept = pipeline.between_stages.events.kept()
     assert {type(e) for e in kept.values()} == {MarketBoundary, PublishedForecast, EpochClosed}
     for value, event in kept.items():
         assert_identical(event, parse_event(value))
-        assert_identical(PartitionScheduler.decode(value), parse_event(value))
+        assert_identical(scheduler.decode(value), parse_event(value))
         if isinstance(event, PublishedForecast):
             assert event.outlook is not None  # the encoded forecast, not the relayed envelope
-            assert_identical(EpochCoordinator.decode(value), read_forecast_envelope(value))
+            assert_identical(coordinator.decode(value), read_forecast_envelope(value))
 
 
-def test_decisions_do_not_depend_on_what_was_kept(market, written, monkeypatch):
-    ticks, data, jobs = market
-    reads = []
-    get = written.get
-    monkeypatch.setattr(written, "get", lambda value: reads.append(get(value)) or reads[-1])
-    kept = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT, "greedy",
-                         partitions=2)
+def test_decisions_do_not_depend_on_what_was_kept(market):
+    kept = pipeline_of(market)
+    reads = kept.between_stages.events.reads
     assert sum(event is not None for event in reads) > 0.9 * len(reads)
-    monkeypatch.setattr(written, "capacity", 0)
-    monkeypatch.setattr(written, "_kept", {})
-    monkeypatch.setattr(MADE, "_made", Newest(0))
-    decoded = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT, "greedy",
-                            partitions=2)
-    assert len(written) == len(MADE) == 0
-    assert kept == decoded and len(kept) > 0
+    ticks, _, jobs = market
+    forgetful = MemoryPipeline(greedy(market), 2)
+    forgetful.between_stages.events = Newest(0)
+    forgetful.between_stages.outlooks = MadeOutlooks(0)
+    feed(forgetful, trace_events(ticks, jobs))
+    assert len(forgetful.between_stages.events) == len(forgetful.between_stages.outlooks) == 0
+    assert kept.decisions == forgetful.decisions and len(kept.decisions) > 0
 
 
-def test_schedulers_plan_on_the_outlooks_their_market_stage_made(market, written):
-    ticks, data, jobs = market
-    run_in_memory(trace_events(ticks, jobs), data.markets, SLOT, "greedy")
-    forecasts = [(v, e) for v, e in written._kept.items() if isinstance(e, PublishedForecast)]
-    assert forecasts and len(MADE) > 0
+def test_schedulers_plan_on_the_outlooks_their_market_stage_made(market):
+    pipeline = pipeline_of(market, partitions=1)
+    made = pipeline.between_stages.outlooks
+    forecasts = [(v, e) for v, e in pipeline.between_stages.events.kept().items()
+                 if isinstance(e, PublishedForecast)]
+    assert forecasts and len(made) > 0
     for value, forecast in forecasts:
-        made = MADE.outlook(forecast.outlook)
+        outlook = made.outlook(forecast.outlook)
         decoded = parse_event(value).outlook  # the same outlook, read from elsewhere
-        assert made is MADE.outlook(forecast.outlook) and MADE.outlook(decoded) is not made
-        assert_identical(made, MarketOutlook.from_wire(forecast.outlook.model_dump()))
-        assert_identical(made, MADE.outlook(decoded))
+        assert outlook is made.outlook(forecast.outlook) and made.outlook(decoded) is not outlook
+        assert_identical(outlook, MarketOutlook.from_wire(forecast.outlook.model_dump()))
+        assert_identical(outlook, made.outlook(decoded))
+
+
+def test_each_runner_reads_back_only_what_its_own_stages_wrote(market):
+    first = pipeline_of(market, partitions=1)
+    second = MemoryPipeline(greedy(market))
+    assert len(second.between_stages.events) == len(second.between_stages.outlooks) == 0
+    scheduler = stage(second, second.topics.job_events)
+    for value, event in first.between_stages.events.kept().items():
+        read = scheduler.decode(value)
+        assert read is not event
+        assert_identical(read, event)
+
+
+def test_a_snapshot_names_what_the_stages_wrote_and_the_restoring_runner_gives_its_own(market):
+    config = greedy(market)
+    pipeline = pipeline_of(market, partitions=1, config=config)
+    scheduler = stage(pipeline, pipeline.topics.job_events)
+    assert len(pipeline.between_stages.events) > 0
+    pickled = pickle_state(scheduler, {"config": config, "written": pipeline.between_stages})
+    pipeline.between_stages.events = Newest(0)
+    assert pickled == pickle_state(scheduler, {"config": config,
+                                               "written": pipeline.between_stages})
+    own = Written()
+    _, restored = restore(seal(pickled, stage="scheduler", partition=0, offset=0, sequence=0,
+                               settings="", taken=0.0),
+                          stage="scheduler", partition=0, settings="",
+                          environment={"config": config, "written": own},
+                          max_bytes=1 << 30)
+    assert restored.written is own

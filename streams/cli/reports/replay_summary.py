@@ -103,7 +103,8 @@ def _minute(seconds: float) -> str:
 
 def write_decisions(path: Path, data: MarketData, results: Sequence[SimulationResult]) -> Path:
     """Every decision as a JSON line: policy, slot start (``time``, ISO-8601 UTC), ``epoch``
-    (the slot's index since the Unix epoch, as on the wire), job, market and instance counts."""
+    (the slot's epoch index, slots since Unix time 0, as on the wire), job, market and
+    instance counts."""
     with path.open("w") as out:
         for result in results:
             for slot, job_id, a in result.decisions:

@@ -48,7 +48,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 
@@ -59,6 +58,7 @@ from solver.optimize.backends import Backend, SolverLimits, solve_program
 from solver.optimize.decomposed import solve_decomposed
 from solver.optimize.plan import Plan
 from solver.optimize.program import build_program
+from solver.policies.base import PolicyBase
 from solver.policies.common import cheapest_on_demand, fit_cap, keeps_deadline, on_demand, spot
 from solver.policies.forecast_sources import DistributionForecast, ForecastSource, make_source
 from solver.policies.prediction_free import ThresholdRule
@@ -80,7 +80,7 @@ class _Controller:
     plan: Plan | None
 
 
-class CommittedHorizonControl(Composition):
+class CommittedHorizonControl(Composition, PolicyBase):
     """CHC with a window of ``window_hours`` (rounded to whole slots, at least one), a
     commitment of ``commitment`` slots (``1 <= v <= w``), planning on the ``forecast`` kind
     (:data:`~solver.policies.forecast_sources.FORECAST_KINDS`; the oracle needs the realised
@@ -89,10 +89,9 @@ class CommittedHorizonControl(Composition):
     :mod:`solver.policies.routing`."""
 
     name = "chc"
-    PARAMETERS: ClassVar[dict[str, type]] = {
-        "window_hours": float, "commitment": int, "solver": str, "forecast": str,
-        "resolve_hours": float}
-    CONTEXT: ClassVar[tuple[str, ...]] = ("data", "source", "backend", "limits")
+    tags = frozenset({"forecasts"})
+    context = ("data", "source", "backend", "limits")
+    quick = ({"window_hours": 3.0},)
 
     def __init__(
         self,
@@ -109,18 +108,15 @@ class CommittedHorizonControl(Composition):
         windows = WindowPrograms(window_hours, commitment, solver,
                                  source if source is not None else make_source(forecast, data),
                                  backend, limits)
-        self.forecast = windows.forecast
+        self.source = windows.source
+        self.forecast = forecast
         self.window_hours = window_hours
         self.commitment = commitment
         self.solver = solver
-        programs = (SingleJobPrograms(self.forecast, resolve_hours, window_hours, solves=12)
-                    if isinstance(self.forecast, DistributionForecast) else None)
+        self.resolve_hours = resolve_hours
+        programs = (SingleJobPrograms(self.source, resolve_hours, window_hours, solves=12)
+                    if isinstance(self.source, DistributionForecast) else None)
         super().__init__(programs, windows, ThresholdRule())
-
-    def __repr__(self) -> str:
-        return (f"CommittedHorizonControl(window_hours={self.window_hours}, "
-                f"commitment={self.commitment}, solver={self.solver!r}, "
-                f"forecast={type(self.forecast).__name__})")
 
 
 class WindowPrograms:
@@ -137,7 +133,7 @@ class WindowPrograms:
             raise ValueError(f"commitment={commitment!r}: expected a whole number of slots >= 1")
         if solver not in WINDOW_SOLVERS:
             raise ValueError(f"solver={solver!r}: expected one of {', '.join(WINDOW_SOLVERS)}")
-        self.forecast = source
+        self.source = source
         self.window_hours = window_hours
         self.commitment = commitment
         self.solver = solver
@@ -168,12 +164,12 @@ class WindowPrograms:
         no_spot = {job_id for job_id, steps in plans.items()
                    if all(a is None or a.spot == 0 for a in steps)}
         return _repair(obs, {v.id: _average([c[v.id] for c in covering if v.id in c], v)
-                             for v in obs.jobs}, self.forecast.exact, no_spot)
+                             for v in obs.jobs}, self.source.exact, no_spot)
 
     def _solve(
         self, obs: Observation, previous: _Controller | None
     ) -> tuple[dict[str, list[Allocation | None]], Plan | None]:
-        price, availability = self.forecast.window(obs, self.window)
+        price, availability = self.source.window(obs, self.window)
         window = MarketData.from_slots(obs.markets, obs.time, obs.slot_seconds,
                                        np.asarray(price, dtype=float),
                                        np.asarray(availability, dtype=np.int64))

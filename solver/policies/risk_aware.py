@@ -32,9 +32,8 @@ enough history is closed.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from solver.market import MarketData
+from solver.policies.base import PolicyBase
 from solver.policies.chc import WINDOW_LIMITS, WindowPrograms
 from solver.policies.evidence import EvidenceChooser
 from solver.policies.forecast_sources import DistributionForecast, ForecastSource, make_source
@@ -47,17 +46,17 @@ CHOICES = ("routes", "evidence")
 (:mod:`solver.policies.evidence`)."""
 
 
-class RiskAware(Composition):
-    """The risk-aware planner (module doc), planning on ``forecast`` (default: the learned
-    distributions)."""
+class RiskAware(Composition, PolicyBase):
+    """The risk-aware planner (module doc), planning on the ``forecast`` kind (default: the
+    learned distributions) or on a given ``source``; a job allowed in several markets is
+    planned in at most ``markets`` of them."""
 
     name = "risk-aware"
-    PARAMETERS: ClassVar[dict[str, type]] = {
-        "forecast": str, "resolve_hours": float, "window_hours": float, "confidence": float,
-        "solves": int, "markets": int, "sigma": float, "choose": str, "backtest_hours": float,
-        "cadence_hours": float, "margin": float}
-    CONTEXT: ClassVar[tuple[str, ...]] = (
-        "data", "source")
+    tags = frozenset({"forecasts"})
+    context = ("data", "source", "only")
+    quick = ({"window_hours": 3.0},
+             {"choose": "evidence", "window_hours": 3.0, "backtest_hours": 2.0,
+              "cadence_hours": 1.0})
 
     def __init__(
         self,
@@ -81,7 +80,8 @@ class RiskAware(Composition):
         if source is None:
             source = (DistributionForecast(confidence) if forecast == "distribution"
                       else make_source(forecast, data))
-        self.forecast = source
+        self.source = source
+        self.forecast = forecast
         self.resolve_hours = resolve_hours
         self.window_hours = window_hours
         self.confidence = confidence
@@ -89,6 +89,9 @@ class RiskAware(Composition):
         self.markets = markets
         self.sigma = sigma
         self.choose = choose
+        self.backtest_hours = backtest_hours
+        self.cadence_hours = cadence_hours
+        self.margin = margin
         chooser = (EvidenceChooser(self.routed_to, backtest_hours, cadence_hours, margin=margin)
                    if choose == "evidence" and only is None else None)
         super().__init__(
@@ -99,13 +102,4 @@ class RiskAware(Composition):
 
     def routed_to(self, planner: PlannerName) -> RiskAware:
         """This policy with every job routed to ``planner`` (the evidence's backtests)."""
-        return RiskAware(resolve_hours=self.resolve_hours, window_hours=self.window_hours,
-                         confidence=self.confidence, solves=self.solves, markets=self.markets,
-                         sigma=self.sigma, source=self.forecast, only=planner)
-
-    def __repr__(self) -> str:
-        return (f"RiskAware(resolve_hours={self.resolve_hours}, "
-                f"window_hours={self.window_hours}, confidence={self.confidence}, "
-                f"solves={self.solves}, markets={self.markets}, sigma={self.sigma}, "
-                f"choose={self.choose}, "
-                f"forecast={type(self.forecast).__name__})")
+        return self.clone(choose="routes", source=self.source, only=planner)

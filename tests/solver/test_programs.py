@@ -67,7 +67,7 @@ class _ProgramsOnly:
 
     def __init__(self, solves: int, resolve_hours: float, migration_markets: int = 3) -> None:
         self.programs = SingleJobPrograms(DistributionForecast(), resolve_hours, None,
-                                          solves=solves, markets=migration_markets)
+                                          solves=solves, max_markets=migration_markets)
         self.planned: dict[int, list[str]] = {}
         self.decided: dict[int, dict[str, Allocation | None]] = {}
 

@@ -154,8 +154,10 @@ def test_the_first_decision_is_the_programs_best_action():
     slack = (j.hard_deadline - obs.time - j.workload * HOUR) / HOUR
     solution = stochastic.solve(program, stochastic.SpotModel(on, price), slack)
     run = obs.outlooks[0].run.at_boundary(bool(obs.availability_now[0])).age
-    best = solution.best_action(0, stochastic.IDLE, bool(obs.availability_now[0]),
-                                age_bucket(run), slack)
+    q = solution.action_values(0, stochastic.IDLE, bool(obs.availability_now[0]),
+                               age_bucket(run), slack)
+    best = int(np.argmin(q))
+    assert np.isfinite(q[best])
     expected = {stochastic.IDLE: None, stochastic.SPOT: Allocation(0, spot=1),
                 stochastic.ON_DEMAND: Allocation(0, on_demand=1)}[best]
     assert policy.decided[obs.slot][view.id] == expected

@@ -251,26 +251,3 @@ def run(plan: EvaluationPlan) -> Evaluation:
     """Play every cell of ``plan`` here, one after the other, and merge them."""
     return plan.merge({cell: play_cell(cell, plan.episodes(cell), plan.seed, plan.settings)
                        for cell in plan.cells()})
-
-
-def evaluate_case(case: Case, policies: Sequence[str | PolicySpec] | None = None,
-                  seed: int = 0, settings: EvaluationSettings = DEFAULT_SETTINGS) -> CaseResult:
-    """Play each policy (default :func:`~solver.evaluation.evaluate.default_policies`) over
-    every episode of ``case``."""
-    specs = check_policies(policies) if policies is not None else None
-    return run(EvaluationPlan((case,), specs, seed, settings)).cases[0]
-
-
-def value_of_forecasts(case: Case, settings: EvaluationSettings = DEFAULT_SETTINGS
-                       ) -> ForecastValues:
-    """Each planner of :data:`~solver.evaluation.evaluate.PLANNERS` planning on each forecast
-    kind (perfect, learned point forecasts, learned distributions)."""
-    return run(EvaluationPlan((case,), (), 0, settings, forecast_values=True)).forecast_values[0]
-
-
-def sensitivity(case: Case, seed: int = 0, settings: EvaluationSettings = DEFAULT_SETTINGS
-                ) -> tuple[SensitivityPoint, ...]:
-    """CHC on a noisy oracle at each error level of ``settings``
-    (:func:`~solver.evaluation.evaluate.noisy_oracle`) against prediction-free and policy
-    selection with its fallback (:func:`~solver.evaluation.evaluate.play_noisy_selection`)."""
-    return run(EvaluationPlan((case,), (), seed, settings, study=0)).sensitivity

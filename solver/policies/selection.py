@@ -42,6 +42,7 @@ import numpy as np
 
 from solver.engine import Engine
 from solver.experts import LEARNERS, Exp3, Hedge, RegretTrace, Round
+from solver.forecast.tracking import combined_error
 from solver.job import Allocation, Job
 from solver.market import Market
 from solver.observation import Decision, JobView, Observation
@@ -83,12 +84,12 @@ def round_losses(utilities: np.ndarray, bill: float, loss_scale: float) -> np.nd
 
 
 def outlook_error(obs: Observation) -> float:
-    """The outlooks' running forecast error: the larger of the mean price error (a share)
-    and the mean availability Brier score over markets (0 while nothing was scored)."""
+    """The outlooks' running forecast error over markets
+    (:func:`~solver.forecast.tracking.combined_error`; 0 while nothing was scored)."""
     outlooks = [obs.outlooks[m] for m in range(len(obs.markets))]
-    price = [o.price_error / 100.0 for o in outlooks if not math.isnan(o.price_error)]
-    brier = [o.availability_error for o in outlooks if not math.isnan(o.availability_error)]
-    return max(float(np.mean(price)) if price else 0.0, float(np.mean(brier)) if brier else 0.0)
+    error = combined_error([o.price_error for o in outlooks],
+                           [o.availability_error for o in outlooks])
+    return 0.0 if math.isnan(error) else error
 
 
 @dataclass(frozen=True, slots=True)

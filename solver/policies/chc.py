@@ -2,18 +2,18 @@
 
 **Planning on distributions.** With the learned distributions (the default forecast), CHC is
 a composition of planners (:mod:`solver.policies.routing`): a fixed-count job follows the
-stochastic window programs of :mod:`solver.policies.programs` (over the ``w`` slots of the
+stochastic window programs of :mod:`solver.policies.stochastic_planner` (over the ``w`` slots of the
 window, the work left after it valued at on-demand to the end: the terminal condition below),
 in one market or several, or the prediction-free rule when it shares a market with another
 fixed-count job; every other job, or every job with point or perfect forecasts, is planned by
-the deterministic window programs below (:class:`WindowPrograms`).
+the deterministic window programs below (:class:`WindowPlanner`).
 
 ``v`` fixed-horizon controllers run staggered: controller ``k`` re-solves at the slots ``t``
 with ``t mod v = k``, on the forecast of the next ``w`` slots, and commits to the first ``v``
 slots of its plan. The allocation of a slot averages the commitments of every controller that
 covers it (``v = 1``: receding-horizon control; ``v = w``: averaging fixed-horizon control).
 
-The window program is that of :mod:`solver.optimize.program` with its terminal condition
+The window program is that of :mod:`solver.optimize.integer_program` with its terminal condition
 (leftover work priced at on-demand and kept finishable by the deadline), solved either per job
 with capacity coordination (``solver="decomposed"``, :mod:`solver.optimize.decomposed`, fast
 enough for thousands of jobs) or as one integer program (``solver="program"``, warm-started
@@ -56,14 +56,14 @@ from solver.market import SECONDS_PER_HOUR, MarketData
 from solver.observation import JobView, Observation
 from solver.optimize.backends import Backend, SolverLimits, solve_program
 from solver.optimize.decomposed import solve_decomposed
+from solver.optimize.integer_program import build_integer_program
 from solver.optimize.plan import Plan
-from solver.optimize.program import build_program
 from solver.policies.base import PolicyBase
 from solver.policies.common import cheapest_on_demand, fit_cap, keeps_deadline, on_demand, spot
 from solver.policies.forecast_sources import DistributionForecast, ForecastSource, make_source
 from solver.policies.prediction_free import ThresholdRule
-from solver.policies.programs import SingleJobPrograms
 from solver.policies.routing import WINDOW, Composition
+from solver.policies.stochastic_planner import StochasticPlanner
 
 WINDOW_SOLVERS = ("decomposed", "program")
 
@@ -85,7 +85,7 @@ class CommittedHorizonControl(Composition, PolicyBase):
     commitment of ``commitment`` slots (``1 <= v <= w``), planning on the ``forecast`` kind
     (:data:`~solver.policies.forecast_sources.FORECAST_KINDS`; the oracle needs the realised
     market ``data``) or on a given ``source``: the stochastic window programs on the learned
-    distributions, and the deterministic window programs (:class:`WindowPrograms`), routed by
+    distributions, and the deterministic window programs (:class:`WindowPlanner`), routed by
     :mod:`solver.policies.routing`."""
 
     name = "chc"
@@ -105,7 +105,7 @@ class CommittedHorizonControl(Composition, PolicyBase):
         backend: Backend = "highs",
         limits: SolverLimits = WINDOW_LIMITS,
     ) -> None:
-        windows = WindowPrograms(window_hours, commitment, solver,
+        windows = WindowPlanner(window_hours, commitment, solver,
                                  source if source is not None else make_source(forecast, data),
                                  backend, limits)
         self.source = windows.source
@@ -114,12 +114,12 @@ class CommittedHorizonControl(Composition, PolicyBase):
         self.commitment = commitment
         self.solver = solver
         self.resolve_hours = resolve_hours
-        programs = (SingleJobPrograms(self.source, resolve_hours, window_hours, solves=12)
+        programs = (StochasticPlanner(self.source, resolve_hours, window_hours, solves=12)
                     if isinstance(self.source, DistributionForecast) else None)
         super().__init__(programs, windows, ThresholdRule())
 
 
-class WindowPrograms:
+class WindowPlanner:
     """The deterministic window programs of the module doc: ``v`` staggered fixed-horizon
     controllers, their commitments averaged, rounded and repaired."""
 
@@ -175,7 +175,7 @@ class WindowPrograms:
                                        np.asarray(availability, dtype=np.int64))
         if self.solver == "decomposed":
             return solve_decomposed(obs, window), None
-        built = build_program(window, obs.jobs, terminal=True)
+        built = build_integer_program(window, obs.jobs, terminal=True)
         hint = {}
         if previous is not None and previous.plan is not None:
             hint = built.hint(previous.plan, shift=obs.slot - previous.solved_at)

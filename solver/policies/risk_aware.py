@@ -5,9 +5,9 @@ A composition of planners (:mod:`solver.policies.routing`), each job's planner d
 is admitted and kept for its life:
 
 * a job at a fixed instance count (``N_min = N_max``) follows stochastic dynamic programs
-  (:mod:`solver.policies.programs`), one per market worth planning it in: in one market that
-  market's program; in several, the cheapest action over the programs of the few markets worth
-  it, moves between them priced (restart overhead, transfer time, egress);
+  (:mod:`solver.policies.stochastic_planner`), one per market worth planning it in: in one
+  market that market's program; in several, the cheapest action over the programs of the few
+  markets worth it, moves between them priced (restart overhead, transfer time, egress);
 * a fixed-count job that, when admitted, shares a market it may use with another fixed-count
   job follows the prediction-free rule (:class:`~solver.policies.prediction_free.ThresholdRule`,
   safety share ``sigma``, jobs in the simulator's priority order): a program knows the market,
@@ -34,12 +34,12 @@ from __future__ import annotations
 
 from solver.market import MarketData
 from solver.policies.base import PolicyBase
-from solver.policies.chc import WINDOW_LIMITS, WindowPrograms
+from solver.policies.chc import WINDOW_LIMITS, WindowPlanner
 from solver.policies.evidence import EvidenceChooser
 from solver.policies.forecast_sources import DistributionForecast, ForecastSource, make_source
 from solver.policies.prediction_free import ThresholdRule
-from solver.policies.programs import SingleJobPrograms
 from solver.policies.routing import Composition, PlannerName
+from solver.policies.stochastic_planner import StochasticPlanner
 
 CHOICES = ("routes", "evidence")
 """How a job's planner is chosen: by the routing table, or on the market's evidence
@@ -95,8 +95,8 @@ class RiskAware(Composition, PolicyBase):
         chooser = (EvidenceChooser(self.routed_to, backtest_hours, cadence_hours, margin=margin)
                    if choose == "evidence" and only is None else None)
         super().__init__(
-            SingleJobPrograms(source, resolve_hours, None, solves, markets),
-            WindowPrograms(window_hours, 1, "decomposed", source, "highs", WINDOW_LIMITS),
+            StochasticPlanner(source, resolve_hours, None, solves, markets),
+            WindowPlanner(window_hours, 1, "decomposed", source, "highs", WINDOW_LIMITS),
             ThresholdRule(sigma, behind_first=False), ranged_rule=True, chooser=chooser,
             only=only)
 

@@ -14,7 +14,7 @@ from solver.optimize import stochastic
 from solver.policies import make_policy
 from solver.policies.forecast_sources import DistributionForecast
 from solver.policies.prediction_free import spot_order
-from solver.policies.programs import POOLED_SHARE, SOLVE_WORK, SingleJobPrograms
+from solver.policies.stochastic_planner import POOLED_SHARE, SOLVE_WORK, StochasticPlanner
 from solver.simulator import simulate
 from tests.solver.helpers import HOUR, flat_data, job
 
@@ -66,7 +66,7 @@ class _ProgramsOnly:
     name = "programs-only"
 
     def __init__(self, solves: int, resolve_hours: float, migration_markets: int = 3) -> None:
-        self.programs = SingleJobPrograms(DistributionForecast(), resolve_hours, None,
+        self.programs = StochasticPlanner(DistributionForecast(), resolve_hours, None,
                                           solves=solves, max_markets=migration_markets)
         self.planned: dict[int, list[str]] = {}
         self.decided: dict[int, dict[str, Allocation | None]] = {}

@@ -72,7 +72,7 @@ the one whose hazards were learned too optimistic."""
 
 
 @dataclass
-class _Program:
+class _JobSolutions:
     """A job's solved programs, one per market it is planned in, and the slot they were solved
     at."""
 
@@ -80,7 +80,7 @@ class _Program:
     solutions: dict[int, Solution]
 
 
-class SingleJobPrograms:
+class StochasticPlanner:
     """The programs of the fixed-count jobs routed to them (module doc); a job allowed in
     several markets is planned in at most ``max_markets`` of them at a time."""
 
@@ -99,7 +99,7 @@ class SingleJobPrograms:
         self.window_hours = window_hours
         self.solves = solves
         self.max_markets = max_markets
-        self._programs: dict[str, _Program] = {}
+        self._programs: dict[str, _JobSolutions] = {}
         self._order = PredictionFree()
 
     def plannable(self, obs: Observation, view: JobView) -> bool:
@@ -235,7 +235,7 @@ class SingleJobPrograms:
             solutions[market] = stochastic.solve(
                 _single_job(obs, view, market=market), SpotModel(spot, on[market][1]),
                 _slack(obs, view), window=self._window(obs))
-        self._programs[view.id] = _Program(obs.slot, solutions)
+        self._programs[view.id] = _JobSolutions(obs.slot, solutions)
 
     def _candidates(self, obs: Observation, view: JobView, markets: list[int]) -> list[int]:
         """The ``max_markets`` of ``markets`` worth planning the job in: where it runs and where

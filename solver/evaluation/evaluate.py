@@ -203,7 +203,7 @@ def _builder(data: MarketData, settings: EvaluationSettings) -> Callable[..., Po
 def as_played(spec: PolicySpec, settings: EvaluationSettings) -> PolicySpec:
     """``spec`` with the forecast kind it plans on filled in (``settings.forecast`` where a
     planner's spec names none): two specs played alike are then equal."""
-    if "forecasts" in policy_class(spec.name).tags and "forecast" not in spec.kwargs:
+    if "needs_forecasts" in policy_class(spec.name).tags and "forecast" not in spec.kwargs:
         return PolicySpec(spec.name, (*spec.params, ("forecast", settings.forecast)))
     return spec
 

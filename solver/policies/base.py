@@ -17,11 +17,11 @@ from typing import Any, ClassVar, Literal, Self
 from solver.policies.forecast_sources import FORECAST_SOURCES
 from solver.policies.spec import ParamValue
 
-Tag = Literal["hindsight", "forecasts", "learns"]
+Tag = Literal["hindsight", "needs_forecasts", "learns"]
 """``hindsight``: plans with the realised market and workload (a yardstick, never online);
-``forecasts``: plans on the forecast kind its ``forecast`` parameter names (the oracle's is the
-realised market: hindsight too); ``learns``: learns from one run to the next (one learner for
-every episode of a case)."""
+``needs_forecasts``: plans on the forecast kind its ``forecast`` parameter names (the oracle's
+is the realised market: hindsight too); ``learns``: learns from one run to the next (one
+learner for every episode of a case)."""
 
 PARAM_TYPES: tuple[type, ...] = (bool, int, float, str)
 """The types a spec parameter may have."""
@@ -63,12 +63,13 @@ class PolicyBase:
     @classmethod
     def in_hindsight(cls, params: Mapping[str, ParamValue]) -> bool:
         """True when the policy, given ``params``, plans with the realised market: tagged
-        ``hindsight``, or tagged ``forecasts`` and planning on an exact source (the oracle)."""
+        ``hindsight``, or tagged ``needs_forecasts`` and planning on an exact source (the
+        oracle)."""
         if "hindsight" in cls.tags:
             return True
         kind = params.get("forecast", cls.defaults().get("forecast"))
         source = FORECAST_SOURCES.get(kind) if isinstance(kind, str) else None
-        return "forecasts" in cls.tags and source is not None and source.exact
+        return "needs_forecasts" in cls.tags and source is not None and source.exact
 
     def params(self) -> dict[str, Any]:
         """This policy's spec parameters, read from its attributes."""

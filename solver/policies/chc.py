@@ -89,7 +89,7 @@ class CommittedHorizonControl(Composition, PolicyBase):
     :mod:`solver.policies.routing`."""
 
     name = "chc"
-    tags = frozenset({"forecasts"})
+    tags = frozenset({"needs_forecasts"})
     context = ("data", "source", "backend", "limits")
     quick = ({"window_hours": 3.0},)
 

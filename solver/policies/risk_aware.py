@@ -52,7 +52,7 @@ class RiskAware(Composition, PolicyBase):
     planned in at most ``markets`` of them."""
 
     name = "risk-aware"
-    tags = frozenset({"forecasts"})
+    tags = frozenset({"needs_forecasts"})
     context = ("data", "source", "only")
     quick = ({"window_hours": 3.0},
              {"choose": "evidence", "window_hours": 3.0, "backtest_hours": 2.0,

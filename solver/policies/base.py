@@ -11,9 +11,11 @@ own name as an attribute.
 from __future__ import annotations
 
 import inspect
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, Self
 
+from solver.observation import Decision, Observation
 from solver.policies.forecast_sources import FORECAST_SOURCES
 from solver.policies.spec import ParamValue
 
@@ -27,9 +29,10 @@ PARAM_TYPES: tuple[type, ...] = (bool, int, float, str)
 """The types a spec parameter may have."""
 
 
-class PolicyBase:
-    """A registered policy (:mod:`solver.policies.registry`): its ``name``, ``tags``,
-    ``context`` and ``quick`` settings, and its spec parameters from its ``__init__``."""
+class PolicyBase(ABC):
+    """A registered policy (:mod:`solver.policies.registry`), a
+    :class:`~solver.policies.protocol.Policy`: its ``name``, ``tags``, ``context`` and
+    ``quick`` settings, and its spec parameters from its ``__init__``."""
 
     name: str
     tags: ClassVar[frozenset[Tag]] = frozenset()
@@ -38,6 +41,11 @@ class PolicyBase:
     quick: ClassVar[tuple[Mapping[str, ParamValue], ...]] = ({},)
     """Parameters the contract suite runs the policy with, one set per way it works, each quick
     on small generated markets."""
+
+    @abstractmethod
+    def decide(self, obs: Observation) -> Decision:
+        """The allocations for the observation's jobs
+        (:meth:`~solver.policies.protocol.Policy.decide`)."""
 
     @classmethod
     def defaults(cls) -> dict[str, ParamValue]:

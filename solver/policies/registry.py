@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from solver.policies.spec import ParamValue, PolicySpec
 from solver.suggest import did_you_mean
@@ -112,7 +112,7 @@ def make_policy(spec: str | PolicySpec, **context: Any) -> Policy:
                          f"({', '.join(sorted(declared)) or 'none'}) or context "
                          f"({', '.join(accepted) or 'none'})")
     try:
-        policy = cast("Policy", cls(**parsed.kwargs, **context))
+        policy: Policy = cls(**parsed.kwargs, **context)
     except ValueError as exc:
         message = str(exc)
         if message.startswith(parsed.name):

@@ -7,9 +7,9 @@ the same process, and the offline programs at growing sizes.
 Markets come from :mod:`solver.synthetic` (4 markets, hourly slots, forecasters trained on its
 first week), jobs from :mod:`solver.workload`, all released at the first timed slot so that
 every one is active. With four markets every fixed-count job shares the markets it is planned
-in with others, so it follows the prediction-free rule rather than a program
-(:mod:`solver.policies.programs`); a last case gives eight fixed-count jobs a market each, so
-that every one follows programs.
+in with others, so it follows the prediction-free rule rather than a stochastic program
+(:mod:`solver.policies.stochastic_planner`); a last case gives eight fixed-count jobs a market
+each, so that every one follows its stochastic programs.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from solver.forecast.models import OutlookTape
 from solver.job import Job
 from solver.market import MarketData, build_market_data, tick_slots
 from solver.observation import JobView, Observation
-from solver.optimize import SolverLimits, build_program, solve_offline
+from solver.optimize import SolverLimits, build_integer_program, solve_offline
 from solver.policies import make_policy
 from solver.policies.forecast_sources import DistributionForecast
-from solver.policies.programs import SingleJobPrograms
 from solver.policies.protocol import Policy
+from solver.policies.stochastic_planner import StochasticPlanner
 from solver.simulator import tape
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
@@ -100,7 +100,7 @@ def bench_multi_market(slots: int, n_jobs: int, n_markets: int) -> None:
     outlooks = tape(data)
     observations = [observation(data, jobs, t, outlooks)
                     for t in range(WARM_SLOTS, WARM_SLOTS + slots + 1)]
-    planner = SingleJobPrograms(DistributionForecast(), resolve_hours=6.0, window_hours=None,
+    planner = StochasticPlanner(DistributionForecast(), resolve_hours=6.0, window_hours=None,
                                 solves=12)
     admitted = time.process_time()
     planner.plan(observations[0])
@@ -151,7 +151,7 @@ def bench_offline(quick: bool) -> None:
             start = time.perf_counter()
             plan = solve_offline(data, jobs, method="program", backend=backend, limits=limits)
             took = time.perf_counter() - start
-            size = build_program(data, [JobView(j, j.workload, 0.0, None) for j in jobs])
+            size = build_integer_program(data, [JobView(j, j.workload, 0.0, None) for j in jobs])
             print(f"{n_jobs:>5} {n_slots:>6} {backend:>8} {size.program.n_vars:>6} {took:>8.2f} "
                   f"{plan.optimal!s:>8} {plan.expected_utility:>9.2f}")
     print("\nExact dynamic program, one instance on 195 s ticks (Can't Be Late shape)")

@@ -110,3 +110,11 @@ def test_readme_says_how_the_demo_marks_the_recommended_policy() -> None:
 
     said = " ".join((ROOT / "README.md").read_text().split())
     assert f"the recommended policy, `{RECOMMENDED}`, is marked `{RECOMMENDED_MARK}`" in said
+
+
+def test_the_replay_guide_lists_every_registered_policy_in_display_order() -> None:
+    from solver.policies import POLICY_NAMES
+
+    guide = (ROOT / "docs" / "replay.md").read_text()
+    table = guide.split("## Policies", 1)[1].split("\n\n")[1]
+    assert tuple(re.findall(r"^\| `([a-z-]+)` \|", table, re.M)) == POLICY_NAMES

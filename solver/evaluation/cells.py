@@ -39,7 +39,7 @@ from solver.evaluation.evaluate import (
 from solver.evaluation.scenarios import Case, Episode
 from solver.experts import RegretTrace
 from solver.job import JobResult
-from solver.policies import PolicySpec
+from solver.policies import PolicySpec, policy_class
 from solver.policies.selection import FALLBACK, Selector
 
 FORECAST_KINDS_STUDIED = ("oracle", "point", "distribution")
@@ -115,7 +115,7 @@ def play_cell(cell: Cell, episodes: Sequence[Episode], seed: int,
         played, selector = play_selection(spec, episodes, seed, settings)
         return CellResult(tuple(played), learning=Learning.of(selector))
     (episode,) = episodes
-    if spec.name == "optimum":
+    if "hindsight" in policy_class(spec.name).tags:
         optimal, unproven = play_optimum(episode, settings, spec)
         return CellResult(tuple(optimal), unproven)
     return CellResult(tuple(play(spec, episode, settings)))
@@ -123,7 +123,7 @@ def play_cell(cell: Cell, episodes: Sequence[Episode], seed: int,
 
 def learns_across_episodes(spec: PolicySpec) -> bool:
     """True for a policy whose cell is a whole case (it learns from one episode to the next)."""
-    return spec.name == "policy-selection"
+    return "learns" in policy_class(spec.name).tags
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,7 @@ class EvaluationPlan:
         for spec in self.specs(k):
             cells = self._policy_cells(k, spec)
             stats[str(spec)] = _stats(results, cells)
-            if spec.name == "optimum":
+            if "hindsight" in policy_class(spec.name).tags:
                 unproven += sum(results[c].unproven for c in cells)
             learning = results[cells[0]].learning
             if learning is not None:
@@ -251,26 +251,3 @@ def run(plan: EvaluationPlan) -> Evaluation:
     """Play every cell of ``plan`` here, one after the other, and merge them."""
     return plan.merge({cell: play_cell(cell, plan.episodes(cell), plan.seed, plan.settings)
                        for cell in plan.cells()})
-
-
-def evaluate_case(case: Case, policies: Sequence[str | PolicySpec] | None = None,
-                  seed: int = 0, settings: EvaluationSettings = DEFAULT_SETTINGS) -> CaseResult:
-    """Play each policy (default :func:`~solver.evaluation.evaluate.default_policies`) over
-    every episode of ``case``."""
-    specs = check_policies(policies) if policies is not None else None
-    return run(EvaluationPlan((case,), specs, seed, settings)).cases[0]
-
-
-def value_of_forecasts(case: Case, settings: EvaluationSettings = DEFAULT_SETTINGS
-                       ) -> ForecastValues:
-    """Each planner of :data:`~solver.evaluation.evaluate.PLANNERS` planning on each forecast
-    kind (perfect, learned point forecasts, learned distributions)."""
-    return run(EvaluationPlan((case,), (), 0, settings, forecast_values=True)).forecast_values[0]
-
-
-def sensitivity(case: Case, seed: int = 0, settings: EvaluationSettings = DEFAULT_SETTINGS
-                ) -> tuple[SensitivityPoint, ...]:
-    """CHC on a noisy oracle at each error level of ``settings``
-    (:func:`~solver.evaluation.evaluate.noisy_oracle`) against prediction-free and policy
-    selection with its fallback (:func:`~solver.evaluation.evaluate.play_noisy_selection`)."""
-    return run(EvaluationPlan((case,), (), seed, settings, study=0)).sensitivity

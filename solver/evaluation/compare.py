@@ -9,7 +9,7 @@ from functools import partial
 from solver.job import Job
 from solver.market import MarketData
 from solver.migration import DEFAULT_MIGRATION, MigrationTable
-from solver.policies import HINDSIGHT, PolicySpec, check_spec, make_policy
+from solver.policies import PolicySpec, check_spec, make_policy, policy_class
 from solver.policies.baselines import OnDemandOnly
 from solver.policies.optimum import Optimum
 from solver.policies.protocol import Policy
@@ -91,7 +91,7 @@ def compare_policies(
     gaps: dict[str, float] = {}
 
     def build(spec: PolicySpec) -> Policy:
-        if spec.name not in HINDSIGHT:
+        if "hindsight" not in policy_class(spec.name).tags:
             return make_policy(spec)
         policy = make_policy(spec, data=data, jobs=list(jobs), migration=migration)
         if isinstance(policy, Optimum):  # each partition's plans every job alike

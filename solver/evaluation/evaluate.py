@@ -30,7 +30,7 @@ from solver.market import MarketData
 from solver.optimize.backends import SolverLimits
 from solver.optimize.competition import competing_groups
 from solver.optimize.offline import DEFAULT_TIME_LIMIT
-from solver.policies import POLICIES, PolicySpec, check_spec, make_policy
+from solver.policies import POLICY_NAMES, PolicySpec, check_spec, make_policy, policy_class
 from solver.policies.forecast_error import ForecastErrorMonitor
 from solver.policies.forecast_sources import (
     FORECAST_KINDS,
@@ -42,10 +42,6 @@ from solver.policies.protocol import Policy
 from solver.policies.selection import FALLBACK, Selector
 from solver.policies.spec import format_pool
 from solver.simulator import simulate
-
-POLICY_ORDER = ("on-demand", "spot-only", "greedy", "uniform-progress", "eager-failover",
-                "prediction-free", "chc", "risk-aware", "policy-selection", "optimum")
-"""The policies an evaluation knows, in report order."""
 
 PLANNERS = ("risk-aware", "chc")
 """Policies whose value of forecasts is measured."""
@@ -136,16 +132,17 @@ class SensitivityPoint:
     fallback_share: float
 
 
-SLOW_BY_DEFAULT = {"fine-tune": ("optimum",), "scarce": ("optimum",)}
-"""Policies left out of a scenario unless named: the hindsight program of eight competing
-fine-tuning jobs over a week takes about a minute per window, that of twelve competing jobs on
-scarce capacity minutes per window without proving its plan optimal."""
+HINDSIGHT_TOO_SLOW = ("fine-tune", "scarce")
+"""Scenarios whose hindsight policies are left out unless named: the hindsight program of eight
+competing fine-tuning jobs over a week takes about a minute per window, that of twelve
+competing jobs on scarce capacity minutes per window without proving its plan optimal."""
 
 
 def default_policies(scenario: str) -> tuple[str, ...]:
-    """Every policy of :data:`POLICY_ORDER` but the scenario's slow ones."""
-    slow = SLOW_BY_DEFAULT.get(scenario, ())
-    return tuple(p for p in POLICY_ORDER if p in POLICIES and p not in slow)
+    """Every registered policy, in display order, but the hindsight ones where the scenario
+    makes them slow (:data:`HINDSIGHT_TOO_SLOW`)."""
+    return tuple(p for p in POLICY_NAMES if scenario not in HINDSIGHT_TOO_SLOW
+                 or "hindsight" not in policy_class(p).tags)
 
 
 def check_policies(specs: Sequence[str | PolicySpec]) -> tuple[PolicySpec, ...]:
@@ -164,10 +161,11 @@ def play(spec: PolicySpec, episode: Episode, settings: EvaluationSettings,
     the hindsight optimum is :func:`play_optimum`'s."""
     data, jobs = episode.data, list(episode.jobs)
     extra: dict[str, Any] = {}
-    if spec.name == "policy-selection":
+    learns = "learns" in policy_class(spec.name).tags
+    if learns:
         extra = {"selector": selector, "build": _builder(data, settings)}
     policy = _builder(data, settings)(spec, **extra)
-    result = simulate(data, jobs, policy, until_end=spec.name == "policy-selection",
+    result = simulate(data, jobs, policy, until_end=learns,
                       tape=episode.outlooks(), migration=episode.migration)
     return list(result.jobs)
 
@@ -196,7 +194,7 @@ def _builder(data: MarketData, settings: EvaluationSettings) -> Callable[..., Po
 
     def build(spec: PolicySpec, **extra: Any) -> Policy:
         spec = as_played(spec, settings)
-        context = {"data": data} if "data" in getattr(POLICIES[spec.name], "CONTEXT", ()) else {}
+        context = {"data": data} if "data" in policy_class(spec.name).context else {}
         return make_policy(spec, **context, **extra)
 
     return build
@@ -205,8 +203,7 @@ def _builder(data: MarketData, settings: EvaluationSettings) -> Callable[..., Po
 def as_played(spec: PolicySpec, settings: EvaluationSettings) -> PolicySpec:
     """``spec`` with the forecast kind it plans on filled in (``settings.forecast`` where a
     planner's spec names none): two specs played alike are then equal."""
-    params = getattr(POLICIES[spec.name], "PARAMETERS", {})
-    if "forecast" in params and "forecast" not in spec.kwargs:
+    if "needs_forecasts" in policy_class(spec.name).tags and "forecast" not in spec.kwargs:
         return PolicySpec(spec.name, (*spec.params, ("forecast", settings.forecast)))
     return spec
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 from numba import njit
@@ -143,6 +144,18 @@ class ErrorTracker:
     def availability_brier(self) -> np.ndarray:
         """Brier score of the capacity probability by horizon."""
         return _mean(self._sums[_BRIER], self._counts[_BRIER])
+
+
+def combined_error(price_errors: Iterable[float], availability_errors: Iterable[float]
+                   ) -> float:
+    """Several markets' running errors in one number: the larger of the mean price error (in
+    percent, as a share) and the mean availability Brier score, each over the markets scored so
+    far (NaN while none is)."""
+    price = [e / 100.0 for e in price_errors if not math.isnan(e)]
+    brier = [e for e in availability_errors if not math.isnan(e)]
+    if not price and not brier:
+        return math.nan
+    return max(float(np.mean(price)) if price else 0.0, float(np.mean(brier)) if brier else 0.0)
 
 
 def _mean(totals: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -4,9 +4,9 @@ Committed Horizon Control re-solves at every slot."""
 
 from solver.optimize.backends import BACKENDS, Backend, NoSolutionError, SolverLimits
 from solver.optimize.dp import exact_dp_applies, solve_single_job
+from solver.optimize.integer_program import build_integer_program
 from solver.optimize.offline import METHODS, Method, solve_offline
 from solver.optimize.plan import Plan
-from solver.optimize.program import build_program
 
 __all__ = [
     "BACKENDS",
@@ -16,7 +16,7 @@ __all__ = [
     "NoSolutionError",
     "Plan",
     "SolverLimits",
-    "build_program",
+    "build_integer_program",
     "exact_dp_applies",
     "solve_offline",
     "solve_single_job",

@@ -1,6 +1,6 @@
 """The window program decomposed per job, for re-solving every slot with many jobs.
 
-Each job's window program (the model of :mod:`solver.optimize.program` restricted to that
+Each job's window program (the model of :mod:`solver.optimize.integer_program` restricted to that
 job) is solved by a dynamic program over ``(configuration, overhead phase)`` per slot, with
 work valued at a price ``λ`` per unit (Lagrangian relaxation of the work constraints):
 
@@ -41,7 +41,7 @@ import numpy as np
 from solver.job import Allocation
 from solver.market import SECONDS_PER_HOUR, MarketData
 from solver.observation import JobView, Observation
-from solver.optimize.program import cheapest_work_price
+from solver.optimize.integer_program import cheapest_work_price
 from solver.optimize.window_dp import solve_window
 
 BISECTION_STEPS = 12

@@ -12,8 +12,8 @@ from solver.observation import JobView
 from solver.optimize.backends import DEFAULT_LIMITS, Backend, SolverLimits, solve_program
 from solver.optimize.competition import competing_groups
 from solver.optimize.dp import exact_dp_applies, solve_single_job
+from solver.optimize.integer_program import build_integer_program
 from solver.optimize.plan import Plan
-from solver.optimize.program import build_program
 from solver.optimize.shared_capacity import solve_shared
 from solver.simulator import validate_jobs
 
@@ -40,7 +40,7 @@ def solve_offline(
     (:func:`~solver.optimize.competition.competing_groups`) and plans each group on its own:
     a job alone at ``n_min == n_max`` with the exact dynamic program
     (:mod:`solver.optimize.dp`, moves of its checkpoint priced by ``migration``), another job
-    alone with the integer program (:mod:`solver.optimize.program`) within ``limits``, jobs
+    alone with the integer program (:mod:`solver.optimize.integer_program`) within ``limits``, jobs
     that compete with :func:`~solver.optimize.shared_capacity.solve_shared` (a plan within
     ``time_limit`` of deterministic search time, and the bound it is proven against). ``dp``
     takes the dynamic program for every job (an error when jobs compete or a job's count may
@@ -80,7 +80,7 @@ def _group(data: MarketData, jobs: Sequence[Job], backend: Backend, limits: Solv
 def _program(data: MarketData, jobs: Sequence[Job], backend: Backend,
              limits: SolverLimits) -> Plan:
     """The integer program's plan for ``jobs`` together, with the gap its solver proved."""
-    built = build_program(data, [JobView(j, j.workload, 0.0, None) for j in jobs])
+    built = build_integer_program(data, [JobView(j, j.workload, 0.0, None) for j in jobs])
     solution = solve_program(built.program, backend, limits, steps=built.steps)
     return built.plan(solution.values, backend, solution.optimal,
                       solution.bound - solution.objective)

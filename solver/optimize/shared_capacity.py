@@ -3,8 +3,8 @@ deterministic budget and with a proven bound.
 
 Three steps, each deterministic (no clock):
 
-1. *Bound*: the linear relaxation of the group's integer program (:mod:`solver.optimize.program`)
-   bounds the utility any plan can reach.
+1. *Bound*: the linear relaxation of the group's integer program
+   (:mod:`solver.optimize.integer_program`) bounds the utility any plan can reach.
 2. *Sequential plan*: the jobs in the simulator's priority order (earliest hard deadline, then
    id), each given its own best plan on the spot capacity the jobs before it leave; together
    they keep to every market-slot's availability.
@@ -35,8 +35,8 @@ from solver.optimize.backends import (
     solve_program,
 )
 from solver.optimize.dp import exact_dp_applies, solve_single_job
+from solver.optimize.integer_program import IntegerProgram, build_integer_program
 from solver.optimize.plan import Plan
-from solver.optimize.program import ScheduleProgram, build_program
 
 SEARCH_METHOD: Backend = "cp-sat"
 """The backend of the search step (the one whose limit is deterministic time)."""
@@ -45,7 +45,7 @@ SEARCH_METHOD: Backend = "cp-sat"
 def solve_shared(data: MarketData, jobs: Sequence[Job], limits: SolverLimits,
                  time_limit: float) -> Plan:
     """The plan of ``jobs`` (that compete for spot capacity) and its proven gap (module doc)."""
-    built = build_program(data, [JobView(j, j.workload, 0.0, None) for j in jobs])
+    built = build_integer_program(data, [JobView(j, j.workload, 0.0, None) for j in jobs])
     bound = relaxation_bound(built.program)
     plan = _valued(built, sequential_plan(data, jobs, limits), limits)
     if time_limit > 0 and not _proven(plan.expected_utility, bound, limits):
@@ -67,7 +67,7 @@ def _proven(utility: float, bound: float, limits: SolverLimits) -> bool:
     return bound - utility <= limits.relative_gap * max(1.0, abs(bound))
 
 
-def _valued(built: ScheduleProgram, plan: Plan, limits: SolverLimits) -> Plan:
+def _valued(built: IntegerProgram, plan: Plan, limits: SolverLimits) -> Plan:
     """``plan`` as the program values it: its configurations fixed, the rest solved."""
     lower, upper = list(built.program.lower), list(built.program.upper)
     for jv in built.jobs:
@@ -108,6 +108,6 @@ def _alone(data: MarketData, job: Job, limits: SolverLimits) -> Plan:
     if all(exact_dp_applies([f], data) for f in fixed):
         plans = [solve_single_job(data, f) for f in fixed]
         return max(plans, key=lambda p: p.expected_utility)
-    built = build_program(data, [JobView(job, job.workload, 0.0, None)])
+    built = build_integer_program(data, [JobView(job, job.workload, 0.0, None)])
     solution = solve_program(built.program, "highs", limits, steps=built.steps)
     return built.plan(solution.values, "highs", solution.optimal)

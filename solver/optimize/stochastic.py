@@ -151,13 +151,6 @@ class Solution:
            slack, out)
         return out
 
-    def best_action(self, t: int, mode: int, capacity: bool, bucket: int, slack: float,
-                    owed: float = 0.0) -> int | None:
-        """The cheapest allowed action; ``None`` when none keeps the deadline."""
-        q = self.action_values(t, mode, capacity, bucket, slack, owed)
-        best = int(np.argmin(q))
-        return best if math.isfinite(q[best]) else None
-
 
 def horizon(job: SingleJob, window: int | None = None) -> int:
     """The slots the program spans: up to the one holding the hard deadline, or ``window``

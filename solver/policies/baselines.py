@@ -11,6 +11,7 @@ import numpy as np
 
 from solver.job import Allocation
 from solver.observation import Decision, JobView, Observation
+from solver.policies.base import PolicyBase
 from solver.policies.common import (
     cheapest_on_demand,
     fit_cap,
@@ -21,7 +22,7 @@ from solver.policies.common import (
 )
 
 
-class OnDemandOnly:
+class OnDemandOnly(PolicyBase):
     """On-demand only, at the cheapest instance count that meets the target deadline; it keeps
     its count once running, unless that count can no longer make the deadline."""
 
@@ -34,7 +35,7 @@ class OnDemandOnly:
         return out
 
 
-class SpotOnly:
+class SpotOnly(PolicyBase):
     """Spot whenever a market offers it, idle otherwise; it never pays for on-demand."""
 
     name = "spot-only"
@@ -43,7 +44,7 @@ class SpotOnly:
         return one_by_one(obs, lambda view, left: spot(obs, view, left))
 
 
-class Greedy:
+class Greedy(PolicyBase):
     """Spot whenever available; on-demand at ``n_max`` once idling one more slot would make
     the target deadline unreachable on on-demand (Can't Be Late's greedy with safety net), or
     spot still where the job's cap forbids on-demand."""
@@ -59,7 +60,7 @@ class Greedy:
         return one_by_one(obs, rule)
 
 
-class UniformProgress:
+class UniformProgress(PolicyBase):
     """Uniform Progress (Can't Be Late, NSDI'24), generalised to ``n`` instances.
 
     The job should be at least as far as the straight line from (release, 0) to (target

@@ -2,18 +2,18 @@
 
 **Planning on distributions.** With the learned distributions (the default forecast), CHC is
 a composition of planners (:mod:`solver.policies.routing`): a fixed-count job follows the
-stochastic window programs of :mod:`solver.policies.programs` (over the ``w`` slots of the
+stochastic window programs of :mod:`solver.policies.stochastic_planner` (over the ``w`` slots of the
 window, the work left after it valued at on-demand to the end: the terminal condition below),
 in one market or several, or the prediction-free rule when it shares a market with another
 fixed-count job; every other job, or every job with point or perfect forecasts, is planned by
-the deterministic window programs below (:class:`WindowPrograms`).
+the deterministic window programs below (:class:`WindowPlanner`).
 
 ``v`` fixed-horizon controllers run staggered: controller ``k`` re-solves at the slots ``t``
 with ``t mod v = k``, on the forecast of the next ``w`` slots, and commits to the first ``v``
 slots of its plan. The allocation of a slot averages the commitments of every controller that
 covers it (``v = 1``: receding-horizon control; ``v = w``: averaging fixed-horizon control).
 
-The window program is that of :mod:`solver.optimize.program` with its terminal condition
+The window program is that of :mod:`solver.optimize.integer_program` with its terminal condition
 (leftover work priced at on-demand and kept finishable by the deadline), solved either per job
 with capacity coordination (``solver="decomposed"``, :mod:`solver.optimize.decomposed`, fast
 enough for thousands of jobs) or as one integer program (``solver="program"``, warm-started
@@ -48,7 +48,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 
@@ -57,13 +56,14 @@ from solver.market import MarketData, hours_to_slots
 from solver.observation import JobView, Observation
 from solver.optimize.backends import Backend, SolverLimits, solve_program
 from solver.optimize.decomposed import solve_decomposed
+from solver.optimize.integer_program import build_integer_program
 from solver.optimize.plan import Plan
-from solver.optimize.program import build_program
+from solver.policies.base import PolicyBase
 from solver.policies.common import cheapest_on_demand, fit_cap, keeps_deadline, on_demand, spot
 from solver.policies.forecast_sources import DistributionForecast, ForecastSource, make_source
 from solver.policies.prediction_free import ThresholdRule
-from solver.policies.programs import SingleJobPrograms
 from solver.policies.routing import WINDOW, Composition
+from solver.policies.stochastic_planner import StochasticPlanner
 
 WINDOW_SOLVERS = ("decomposed", "program")
 
@@ -80,19 +80,18 @@ class _Controller:
     plan: Plan | None
 
 
-class CommittedHorizonControl(Composition):
+class CommittedHorizonControl(Composition, PolicyBase):
     """CHC with a window of ``window_hours`` (rounded to whole slots, at least one), a
     commitment of ``commitment`` slots (``1 <= v <= w``), planning on the ``forecast`` kind
     (:data:`~solver.policies.forecast_sources.FORECAST_KINDS`; the oracle needs the realised
     market ``data``) or on a given ``source``: the stochastic window programs on the learned
-    distributions, and the deterministic window programs (:class:`WindowPrograms`), routed by
+    distributions, and the deterministic window programs (:class:`WindowPlanner`), routed by
     :mod:`solver.policies.routing`."""
 
     name = "chc"
-    PARAMETERS: ClassVar[dict[str, type]] = {
-        "window_hours": float, "commitment": int, "solver": str, "forecast": str,
-        "resolve_hours": float}
-    CONTEXT: ClassVar[tuple[str, ...]] = ("data", "source", "backend", "limits")
+    tags = frozenset({"needs_forecasts"})
+    context = ("data", "source", "backend", "limits")
+    quick = ({"window_hours": 3.0},)
 
     def __init__(
         self,
@@ -106,24 +105,21 @@ class CommittedHorizonControl(Composition):
         backend: Backend = "highs",
         limits: SolverLimits = WINDOW_LIMITS,
     ) -> None:
-        windows = WindowPrograms(window_hours, commitment, solver,
+        windows = WindowPlanner(window_hours, commitment, solver,
                                  source if source is not None else make_source(forecast, data),
                                  backend, limits)
-        self.forecast = windows.forecast
+        self.source = windows.source
+        self.forecast = forecast
         self.window_hours = window_hours
         self.commitment = commitment
         self.solver = solver
-        programs = (SingleJobPrograms(self.forecast, resolve_hours, window_hours, solves=12)
-                    if isinstance(self.forecast, DistributionForecast) else None)
+        self.resolve_hours = resolve_hours
+        programs = (StochasticPlanner(self.source, resolve_hours, window_hours, solves=12)
+                    if isinstance(self.source, DistributionForecast) else None)
         super().__init__(programs, windows, ThresholdRule())
 
-    def __repr__(self) -> str:
-        return (f"CommittedHorizonControl(window_hours={self.window_hours}, "
-                f"commitment={self.commitment}, solver={self.solver!r}, "
-                f"forecast={type(self.forecast).__name__})")
 
-
-class WindowPrograms:
+class WindowPlanner:
     """The deterministic window programs of the module doc: ``v`` staggered fixed-horizon
     controllers, their commitments averaged, rounded and repaired."""
 
@@ -137,7 +133,7 @@ class WindowPrograms:
             raise ValueError(f"commitment={commitment!r}: expected a whole number of slots >= 1")
         if solver not in WINDOW_SOLVERS:
             raise ValueError(f"solver={solver!r}: expected one of {', '.join(WINDOW_SOLVERS)}")
-        self.forecast = source
+        self.source = source
         self.window_hours = window_hours
         self.commitment = commitment
         self.solver = solver
@@ -168,18 +164,18 @@ class WindowPrograms:
         no_spot = {job_id for job_id, steps in plans.items()
                    if all(a is None or a.spot == 0 for a in steps)}
         return _repair(obs, {v.id: _average([c[v.id] for c in covering if v.id in c], v)
-                             for v in obs.jobs}, self.forecast.exact, no_spot)
+                             for v in obs.jobs}, self.source.exact, no_spot)
 
     def _solve(
         self, obs: Observation, previous: _Controller | None
     ) -> tuple[dict[str, list[Allocation | None]], Plan | None]:
-        price, availability = self.forecast.window(obs, self.window)
+        price, availability = self.source.window(obs, self.window)
         window = MarketData.from_slots(obs.markets, obs.time, obs.slot_seconds,
                                        np.asarray(price, dtype=float),
                                        np.asarray(availability, dtype=np.int64))
         if self.solver == "decomposed":
             return solve_decomposed(obs, window), None
-        built = build_program(window, obs.jobs, terminal=True)
+        built = build_integer_program(window, obs.jobs, terminal=True)
         hint = {}
         if previous is not None and previous.plan is not None:
             hint = built.hint(previous.plan, shift=obs.slot - previous.solved_at)

@@ -31,23 +31,23 @@ markets it tries to those whose spot fits, and its on-demand to what fits the ca
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Literal
+from typing import Literal
 
 import numpy as np
 
 from solver.job import Allocation
 from solver.migration import Place
 from solver.observation import Decision, JobView, Observation
+from solver.policies.base import PolicyBase
 from solver.policies.common import affordable_spot, fit_cap, on_demand, one_by_one
 
 Kind = Literal["none", "spot", "on-demand"]
 
 
-class EagerFailover:
+class EagerFailover(PolicyBase):
     """Uniform Progress with SkyPilot's eager failover across markets (module doc)."""
 
     name = "eager-failover"
-    PARAMETERS: ClassVar[dict[str, type]] = {}
 
     def __init__(self) -> None:
         self._last_held: dict[str, int] = {}

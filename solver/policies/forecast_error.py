@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from solver.forecast import ErrorTracker
+from solver.forecast.tracking import combined_error
 from solver.observation import Observation
 from solver.policies.forecast_sources import ForecastSource
 
@@ -16,10 +17,10 @@ class ForecastErrorMonitor:
 
     Called at a boundary, it first scores the forecasts it recorded at earlier boundaries
     against the slots closed since (one :class:`~solver.forecast.ErrorTracker` per market over
-    ``horizon`` slots), then records the source's forecast from this boundary. The error is the
-    larger of the mean price error over markets (smoothed absolute percentage error, as a
-    fraction) and their mean availability Brier score (the forecast read as "capacity > 0");
-    ``prior`` (say, the error a monitor of the same source ended with on earlier data) until
+    ``horizon`` slots), then records the source's forecast from this boundary. The error is
+    :func:`~solver.forecast.tracking.combined_error` of the markets' smoothed absolute
+    percentage price errors and availability Brier scores (the forecast read as "capacity >
+    0"); ``prior`` (say, the error a monitor of the same source ended with on earlier data) until
     something has been scored. Observations must come in increasing slot order.
     """
 
@@ -49,13 +50,8 @@ class ForecastErrorMonitor:
         for m, tracker in enumerate(self._trackers):
             tracker.record(np.asarray(price[m], dtype=float),
                            (np.asarray(availability[m]) > 0).astype(float))
-        price_error = _mean([t.price_error / 100.0 for t in self._trackers])
-        availability_error = _mean([t.availability_error for t in self._trackers])
-        if not (math.isnan(price_error) and math.isnan(availability_error)):
-            self.error = max(np.nan_to_num(price_error), np.nan_to_num(availability_error))
+        error = combined_error([t.price_error for t in self._trackers],
+                               [t.availability_error for t in self._trackers])
+        if not math.isnan(error):
+            self.error = error
         return self.error
-
-
-def _mean(values: list[float]) -> float:
-    known = [v for v in values if not math.isnan(v)]
-    return sum(known) / len(known) if known else math.nan

@@ -169,18 +169,23 @@ class DistributionForecast:
         return on, price
 
 
+FORECAST_SOURCES: dict[str, type[DistributionForecast] | type[PointForecast]
+                       | type[OracleForecast]] = {
+    "distribution": DistributionForecast, "point": PointForecast, "oracle": OracleForecast}
+"""The source of each of :data:`FORECAST_KINDS`."""
+
+
 def make_source(kind: str, data: MarketData | None = None) -> ForecastSource:
-    """A source by kind (one of :data:`FORECAST_KINDS`, as a spec gives it); the oracle needs
-    the realised market ``data``."""
-    if kind == "oracle":
+    """A source by kind (one of :data:`FORECAST_KINDS`, as a spec gives it); an exact one (the
+    oracle) needs the realised market ``data``."""
+    source = FORECAST_SOURCES.get(kind)
+    if source is None:
+        raise ValueError(f"forecast={kind!r}: expected one of {', '.join(FORECAST_KINDS)}")
+    if issubclass(source, OracleForecast):
         if data is None:
-            raise ValueError("forecast='oracle': expected the realised market data")
-        return OracleForecast(data)
-    if kind == "point":
-        return PointForecast()
-    if kind == "distribution":
-        return DistributionForecast()
-    raise ValueError(f"forecast={kind!r}: expected one of {', '.join(FORECAST_KINDS)}")
+            raise ValueError(f"forecast={kind!r}: expected the realised market data")
+        return source(data)
+    return source()
 
 
 def _price_path(outlook: MarketOutlook, now: float, horizon: int) -> np.ndarray:

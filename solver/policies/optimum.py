@@ -8,7 +8,6 @@ simulator, so they obey the simulator's rules exactly.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 from solver.job import Allocation, Job
 from solver.market import MarketData
@@ -17,9 +16,10 @@ from solver.observation import Decision, Observation
 from solver.optimize.backends import DEFAULT_LIMITS, Backend, SolverLimits
 from solver.optimize.offline import DEFAULT_TIME_LIMIT, Method, solve_offline
 from solver.optimize.plan import Plan
+from solver.policies.base import PolicyBase
 
 
-class Optimum:
+class Optimum(PolicyBase):
     """Replays :func:`~solver.optimize.offline.solve_offline`'s plan for ``jobs`` on ``data``
     (moves priced by ``migration``: replay it with the same table); ``time_limit`` is the
     deterministic seconds of search each group of competing jobs gets (``plan.gap`` says how
@@ -30,9 +30,8 @@ class Optimum:
     """
 
     name = "optimum"
-    PARAMETERS: ClassVar[dict[str, type]] = {"time_limit": float}
-    CONTEXT: ClassVar[tuple[str, ...]] = ("data", "jobs", "method", "backend", "limits",
-                                          "migration")
+    tags = frozenset({"hindsight"})
+    context = ("data", "jobs", "method", "backend", "limits", "migration")
 
     def __init__(
         self,
@@ -45,6 +44,7 @@ class Optimum:
         time_limit: float = DEFAULT_TIME_LIMIT,
     ) -> None:
         self.data = data
+        self.time_limit = time_limit
         self.plan: Plan = solve_offline(data, jobs, method, backend, limits, migration,
                                         time_limit)
         self._last: dict[str, tuple[int, Allocation]] = {}

@@ -31,22 +31,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import ClassVar
 
 import numpy as np
 
 from solver.job import Allocation
 from solver.observation import Decision, JobView, Observation
+from solver.policies.base import PolicyBase
 from solver.policies.common import claim, fit_cap, on_demand, one_by_one, spot
 from solver.policies.routing import RULE
 
 
-class PredictionFree:
+class PredictionFree(PolicyBase):
     """Threshold policy with price threshold ``theta``, safety share ``sigma`` and catch-up
     ``tolerance`` in restart overheads (module doc)."""
 
     name = "prediction-free"
-    PARAMETERS: ClassVar[dict[str, type]] = {"theta": float, "sigma": float, "tolerance": float}
 
     def __init__(self, theta: float = 1.0, sigma: float = 1.0, tolerance: float = 3.0) -> None:
         for field, value, expected in (
@@ -60,10 +59,6 @@ class PredictionFree:
         self.theta = theta
         self.sigma = sigma
         self.tolerance = tolerance
-
-    def __repr__(self) -> str:
-        return (f"PredictionFree(theta={self.theta}, sigma={self.sigma}, "
-                f"tolerance={self.tolerance})")
 
     def decide(self, obs: Observation) -> Decision:
         return one_by_one(obs, lambda view, left: self.decide_job(obs, view, left))

@@ -1,51 +1,77 @@
-"""Every policy by name, and the one way to build one from a :class:`PolicySpec`.
+"""Every policy, in display order, and the one way to build one from a :class:`PolicySpec`.
 
-Each policy class declares its spec parameters (``PARAMETERS``: name → type) and what a caller
-may hand it besides (``CONTEXT``: e.g. the realised market data a hindsight yardstick needs).
-:func:`check_spec` checks a spec against that declaration; :func:`make_policy` builds it.
+:data:`REGISTERED` is the list of policies: evaluation, the command line, the pipeline and the
+contract suite read it, and a policy not in it does not exist. A policy class declares its
+spec parameters by its ``__init__`` and what a caller may hand it besides (``context``: e.g. the
+realised market data a hindsight yardstick needs) (:class:`~solver.policies.base.PolicyBase`);
+:func:`check_spec` checks a spec against that declaration, :func:`make_policy` builds it.
+Classes load on first use, so that the names stay light to read (the command line's help).
 """
 
 from __future__ import annotations
 
+import importlib
 import math
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from solver.policies.baselines import Greedy, OnDemandOnly, SpotOnly, UniformProgress
-from solver.policies.chc import CommittedHorizonControl
-from solver.policies.eager_failover import EagerFailover
-from solver.policies.optimum import Optimum
-from solver.policies.prediction_free import PredictionFree
-from solver.policies.protocol import Policy
-from solver.policies.risk_aware import RiskAware
-from solver.policies.selection import PolicySelection
-from solver.policies.spec import POLICY_NAMES, ParamValue, PolicySpec
+from solver.policies.spec import ParamValue, PolicySpec
 from solver.suggest import did_you_mean
 
-POLICIES: dict[str, Callable[..., Policy]] = {
-    cls.name: cls
-    for cls in (OnDemandOnly, SpotOnly, Greedy, UniformProgress, EagerFailover, PredictionFree,
-                CommittedHorizonControl, RiskAware, PolicySelection, Optimum)
-}
-"""Policy classes by name, in report order."""
+if TYPE_CHECKING:
+    from solver.policies.base import PolicyBase
+    from solver.policies.protocol import Policy
 
-if tuple(POLICIES) != POLICY_NAMES:
-    raise RuntimeError(f"POLICY_NAMES {POLICY_NAMES} do not name the registered policies "
-                       f"{tuple(POLICIES)} in order")
+REGISTERED: tuple[tuple[str, str], ...] = (
+    ("on-demand", "solver.policies.baselines:OnDemandOnly"),
+    ("spot-only", "solver.policies.baselines:SpotOnly"),
+    ("greedy", "solver.policies.baselines:Greedy"),
+    ("uniform-progress", "solver.policies.baselines:UniformProgress"),
+    ("eager-failover", "solver.policies.eager_failover:EagerFailover"),
+    ("prediction-free", "solver.policies.prediction_free:PredictionFree"),
+    ("chc", "solver.policies.chc:CommittedHorizonControl"),
+    ("risk-aware", "solver.policies.risk_aware:RiskAware"),
+    ("policy-selection", "solver.policies.selection:PolicySelection"),
+    ("optimum", "solver.policies.optimum:Optimum"),
+)
+"""Each policy's name and class (``module:Class``), in display order."""
 
-HINDSIGHT = frozenset({Optimum.name})
-"""Policies that plan with the whole market data and workload: yardsticks, not online."""
+POLICY_NAMES = tuple(name for name, _ in REGISTERED)
+"""Every policy's name, in display order."""
 
 _TYPE_NAMES = {bool: "true or false", int: "a whole number", float: "a number", str: "a name"}
+
+
+def policy_class(name: str) -> type[PolicyBase]:
+    """The class of the policy named ``name``."""
+    where = dict(REGISTERED).get(name)
+    if where is None:
+        raise ValueError(f"policy={name!r}: expected one of {', '.join(POLICY_NAMES)}"
+                         f"{did_you_mean(name, POLICY_NAMES)}")
+    module, _, attribute = where.partition(":")
+    cls: type[PolicyBase] = getattr(importlib.import_module(module), attribute)
+    if cls.name != name:
+        raise RuntimeError(f"{where}: its name {cls.name!r}: expected {name!r}")
+    return cls
+
+
+def policy_classes() -> dict[str, type[PolicyBase]]:
+    """Every policy's class by name, in display order."""
+    return {name: policy_class(name) for name in POLICY_NAMES}
+
+
+def in_hindsight(spec: PolicySpec) -> bool:
+    """True when ``spec``'s policy plans with the realised market (a yardstick, not online)."""
+    return policy_class(spec.name).in_hindsight(spec.kwargs)
 
 
 def check_spec(spec: str | PolicySpec, online: bool = False) -> PolicySpec:
     """The spec (or its text) with its parameters checked against what its policy declares,
     converted to their types, and their values checked by building the policy (but for
-    hindsight yardsticks and oracle forecasts, which need the realised market; with ``online``
-    those are refused: a live scheduler has no realised market)."""
+    policies that plan in hindsight, which need the realised market; with ``online`` those are
+    refused: a live scheduler has no realised market)."""
     spec = _typed_spec(spec)
-    if spec.name in HINDSIGHT or spec.kwargs.get("forecast") == "oracle":
+    if in_hindsight(spec):
         if online:
             raise ValueError(f"policy {spec}: expected an online policy (it needs the realised "
                              "market, which only a replay has)")
@@ -56,7 +82,7 @@ def check_spec(spec: str | PolicySpec, online: bool = False) -> PolicySpec:
 
 def _typed_spec(spec: str | PolicySpec) -> PolicySpec:
     parsed = spec if isinstance(spec, PolicySpec) else PolicySpec.parse(spec)
-    declared: Mapping[str, type] = getattr(_policy_class(parsed.name), "PARAMETERS", {})
+    declared = policy_class(parsed.name).parameter_types()
     checked = {}
     for key, value in parsed.params:
         if key not in declared:
@@ -72,12 +98,12 @@ def make_policy(spec: str | PolicySpec, **context: Any) -> Policy:
     """A fresh policy from a spec (or its text), with the ``context`` its class accepts;
     keyword arguments that are spec parameters are taken as such."""
     parsed = _typed_spec(spec)
-    cls = _policy_class(parsed.name)
-    declared: Mapping[str, type] = getattr(cls, "PARAMETERS", {})
+    cls = policy_class(parsed.name)
+    declared: Mapping[str, type] = cls.parameter_types()
     extra = {k: context.pop(k) for k in list(context) if k in declared}
     if extra:
         parsed = _typed_spec(PolicySpec(parsed.name, tuple({**parsed.kwargs, **extra}.items())))
-    accepted = getattr(cls, "CONTEXT", ())
+    accepted = cls.context
     if "build" in accepted:
         context.setdefault("build", make_policy)
     unknown = sorted(set(context) - set(accepted))
@@ -86,20 +112,13 @@ def make_policy(spec: str | PolicySpec, **context: Any) -> Policy:
                          f"({', '.join(sorted(declared)) or 'none'}) or context "
                          f"({', '.join(accepted) or 'none'})")
     try:
-        return cls(**parsed.kwargs, **context)
+        policy: Policy = cls(**parsed.kwargs, **context)
     except ValueError as exc:
         message = str(exc)
         if message.startswith(parsed.name):
             raise
         raise ValueError(f"policy {parsed.name}: {message}") from exc
-
-
-def _policy_class(name: str) -> Callable[..., Policy]:
-    try:
-        return POLICIES[name]
-    except KeyError:
-        raise ValueError(f"policy={name!r}: expected one of {', '.join(POLICIES)}"
-                         f"{did_you_mean(name, POLICIES)}") from None
+    return policy
 
 
 def _typed(policy: str, key: str, value: ParamValue, kind: type) -> ParamValue:

@@ -5,9 +5,9 @@ A composition of planners (:mod:`solver.policies.routing`), each job's planner d
 is admitted and kept for its life:
 
 * a job at a fixed instance count (``N_min = N_max``) follows stochastic dynamic programs
-  (:mod:`solver.policies.programs`), one per market worth planning it in: in one market that
-  market's program; in several, the cheapest action over the programs of the few markets worth
-  it, moves between them priced (restart overhead, transfer time, egress);
+  (:mod:`solver.policies.stochastic_planner`), one per market worth planning it in: in one
+  market that market's program; in several, the cheapest action over the programs of the few
+  markets worth it, moves between them priced (restart overhead, transfer time, egress);
 * a fixed-count job that, when admitted, shares a market it may use with another fixed-count
   job follows the prediction-free rule (:class:`~solver.policies.prediction_free.ThresholdRule`,
   safety share ``sigma``, jobs in the simulator's priority order): a program knows the market,
@@ -32,32 +32,31 @@ enough history is closed.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from solver.market import MarketData
-from solver.policies.chc import WINDOW_LIMITS, WindowPrograms
+from solver.policies.base import PolicyBase
+from solver.policies.chc import WINDOW_LIMITS, WindowPlanner
 from solver.policies.evidence import EvidenceChooser
 from solver.policies.forecast_sources import DistributionForecast, ForecastSource, make_source
 from solver.policies.prediction_free import ThresholdRule
-from solver.policies.programs import SingleJobPrograms
 from solver.policies.routing import Composition, PlannerName
+from solver.policies.stochastic_planner import StochasticPlanner
 
 CHOICES = ("routes", "evidence")
 """How a job's planner is chosen: by the routing table, or on the market's evidence
 (:mod:`solver.policies.evidence`)."""
 
 
-class RiskAware(Composition):
-    """The risk-aware planner (module doc), planning on ``forecast`` (default: the learned
-    distributions)."""
+class RiskAware(Composition, PolicyBase):
+    """The risk-aware planner (module doc), planning on the ``forecast`` kind (default: the
+    learned distributions) or on a given ``source``; a job allowed in several markets is
+    planned in at most ``markets`` of them."""
 
     name = "risk-aware"
-    PARAMETERS: ClassVar[dict[str, type]] = {
-        "forecast": str, "resolve_hours": float, "window_hours": float, "confidence": float,
-        "solves": int, "markets": int, "sigma": float, "choose": str, "backtest_hours": float,
-        "cadence_hours": float, "margin": float}
-    CONTEXT: ClassVar[tuple[str, ...]] = (
-        "data", "source")
+    tags = frozenset({"needs_forecasts"})
+    context = ("data", "source", "only")
+    quick = ({"window_hours": 3.0},
+             {"choose": "evidence", "window_hours": 3.0, "backtest_hours": 2.0,
+              "cadence_hours": 1.0})
 
     def __init__(
         self,
@@ -81,7 +80,8 @@ class RiskAware(Composition):
         if source is None:
             source = (DistributionForecast(confidence) if forecast == "distribution"
                       else make_source(forecast, data))
-        self.forecast = source
+        self.source = source
+        self.forecast = forecast
         self.resolve_hours = resolve_hours
         self.window_hours = window_hours
         self.confidence = confidence
@@ -89,23 +89,17 @@ class RiskAware(Composition):
         self.markets = markets
         self.sigma = sigma
         self.choose = choose
+        self.backtest_hours = backtest_hours
+        self.cadence_hours = cadence_hours
+        self.margin = margin
         chooser = (EvidenceChooser(self.routed_to, backtest_hours, cadence_hours, margin=margin)
                    if choose == "evidence" and only is None else None)
         super().__init__(
-            SingleJobPrograms(source, resolve_hours, None, solves, markets),
-            WindowPrograms(window_hours, 1, "decomposed", source, "highs", WINDOW_LIMITS),
+            StochasticPlanner(source, resolve_hours, None, solves, markets),
+            WindowPlanner(window_hours, 1, "decomposed", source, "highs", WINDOW_LIMITS),
             ThresholdRule(sigma, behind_first=False), ranged_rule=True, chooser=chooser,
             only=only)
 
     def routed_to(self, planner: PlannerName) -> RiskAware:
         """This policy with every job routed to ``planner`` (the evidence's backtests)."""
-        return RiskAware(resolve_hours=self.resolve_hours, window_hours=self.window_hours,
-                         confidence=self.confidence, solves=self.solves, markets=self.markets,
-                         sigma=self.sigma, source=self.forecast, only=planner)
-
-    def __repr__(self) -> str:
-        return (f"RiskAware(resolve_hours={self.resolve_hours}, "
-                f"window_hours={self.window_hours}, confidence={self.confidence}, "
-                f"solves={self.solves}, markets={self.markets}, sigma={self.sigma}, "
-                f"choose={self.choose}, "
-                f"forecast={type(self.forecast).__name__})")
+        return self.clone(choose="routes", source=self.source, only=planner)

@@ -1,14 +1,15 @@
 """Which planner a job gets: the routing table, declared here and nowhere else.
 
 A planning policy (``risk-aware``, ``chc``) is a composition of planners behind one interface
-(:class:`Planner`): the stochastic program (:class:`~solver.policies.programs.SingleJobPrograms`,
-:data:`PROGRAM`), the window program of Committed Horizon Control (:data:`WINDOW`) and the
-prediction-free threshold rule (:data:`RULE`). :func:`route` is the table; a :class:`Router`
-applies it (or, with a :class:`Chooser`, chooses on evidence among the planners that can plan
-the job, the table its fallback) to each job when the job is first seen (admitted) and keeps
-the answer for the job's life, so a job never changes planner from slot to slot (a job whose
-re-solve must wait for the per-slot solve budget follows the plan it has), and every decision
-names the planner that made it (:meth:`Router.planner`).
+(:class:`Planner`): the stochastic programs
+(:class:`~solver.policies.stochastic_planner.StochasticPlanner`, :data:`PROGRAM`), the window
+program of Committed Horizon Control (:data:`WINDOW`) and the prediction-free threshold rule
+(:data:`RULE`). :func:`route` is the table; a :class:`Router` applies it (or, with a
+:class:`Chooser`, chooses on evidence among the planners that can plan the job, the table its
+fallback) to each job when the job is first seen (admitted) and keeps the answer for the job's life,
+so a job never changes planner from slot to slot (a job whose re-solve must wait for the per-slot
+solve budget follows the plan it has), and every decision names the planner that made it
+(:meth:`Router.planner`).
 """
 
 from __future__ import annotations

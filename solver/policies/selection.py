@@ -36,17 +36,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from solver.engine import Engine
 from solver.experts import LEARNERS, Exp3, Hedge, RegretTrace, Round
+from solver.forecast.tracking import combined_error
 from solver.job import Allocation, Job
 from solver.market import Market
 from solver.observation import Decision, JobView, Observation
+from solver.policies.base import PolicyBase
 from solver.policies.protocol import Policy, planner_of, planner_reason_of
-from solver.policies.spec import PolicySpec, parse_pool
+from solver.policies.spec import PolicySpec, format_pool, parse_pool
 
 DEFAULT_POOL = (
     PolicySpec("risk-aware"),
@@ -59,6 +61,10 @@ DEFAULT_POOL = (
 
 FALLBACK = PolicySpec("prediction-free")
 """The member new jobs go to while forecasts are poor."""
+
+DEFAULT_POOL_TEXT = format_pool(DEFAULT_POOL)
+FALLBACK_TEXT = format_pool((FALLBACK,))
+"""The default pool and fallback as a spec writes them."""
 
 Build = Callable[..., Policy]
 """Builds a policy from a spec and context (the registry's ``make_policy``)."""
@@ -78,12 +84,12 @@ def round_losses(utilities: np.ndarray, bill: float, loss_scale: float) -> np.nd
 
 
 def outlook_error(obs: Observation) -> float:
-    """The outlooks' running forecast error: the larger of the mean price error (a share)
-    and the mean availability Brier score over markets (0 while nothing was scored)."""
+    """The outlooks' running forecast error over markets
+    (:func:`~solver.forecast.tracking.combined_error`; 0 while nothing was scored)."""
     outlooks = [obs.outlooks[m] for m in range(len(obs.markets))]
-    price = [o.price_error / 100.0 for o in outlooks if not math.isnan(o.price_error)]
-    brier = [o.availability_error for o in outlooks if not math.isnan(o.availability_error)]
-    return max(float(np.mean(price)) if price else 0.0, float(np.mean(brier)) if brier else 0.0)
+    error = combined_error([o.price_error for o in outlooks],
+                           [o.availability_error for o in outlooks])
+    return 0.0 if math.isnan(error) else error
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +140,7 @@ class Selector:
         """The learning state a ``policy-selection`` spec asks for: its pool, learner, rate,
         loss scale and seed (``seed`` where it names none), the defaults for what it leaves
         out."""
-        declared = PolicySelection.PARAMETERS
+        declared = PolicySelection.parameter_types()
         params: dict[str, Any] = {"seed": seed} | {
             k: declared[k](v) for k, v in spec.kwargs.items()
             if k in ("pool", "learner", "rate", "loss_scale", "seed")}
@@ -171,16 +177,14 @@ class _Assignment:
     fallback: bool
 
 
-class PolicySelection:
+class PolicySelection(PolicyBase):
     """Plays the member drawn for each job and learns from the members' shadows (module
     doc). Members are built by ``build`` (the registry) with ``member_context`` (e.g. the
     realised data an oracle member needs)."""
 
     name = "policy-selection"
-    PARAMETERS: ClassVar[dict[str, type]] = {
-        "learner": str, "rate": float, "loss_scale": float, "error_threshold": float, "seed": int,
-        "pool": str, "fallback": str}
-    CONTEXT: ClassVar[tuple[str, ...]] = ("selector", "build", "member_context", "forecast_error")
+    tags = frozenset({"learns"})
+    context = ("selector", "build", "member_context", "forecast_error")
 
     def __init__(
         self,
@@ -190,8 +194,8 @@ class PolicySelection:
         loss_scale: float = 0.1,
         error_threshold: float = math.inf,
         seed: int = 0,
-        pool: str | Sequence[PolicySpec] = DEFAULT_POOL,
-        fallback: str | PolicySpec = FALLBACK,
+        pool: str | Sequence[PolicySpec] = DEFAULT_POOL_TEXT,
+        fallback: str | PolicySpec = FALLBACK_TEXT,
         selector: Selector | None = None,
         member_context: dict[str, Any] | None = None,
         forecast_error: Callable[[Observation], float] = outlook_error,
@@ -204,6 +208,12 @@ class PolicySelection:
             (fallback,) = parse_pool(fallback)
         self.selector = selector if selector is not None else Selector(
             pool, learner, rate, seed, loss_scale)
+        self.learner = learner
+        self.rate = rate
+        self.loss_scale = loss_scale
+        self.seed = seed
+        self.pool = format_pool(self.selector.pool)
+        self.fallback = format_pool((fallback,))
         self.forecast_error = forecast_error
         self.error_threshold = error_threshold
         self._make = build
@@ -214,7 +224,7 @@ class PolicySelection:
             except ValueError as exc:
                 raise ValueError(f"pool member {member}: {exc}") from None
         try:
-            self.fallback = self.selector.index(fallback)
+            self.fallback_member = self.selector.index(fallback)
         except ValueError as exc:
             raise ValueError(f"fallback={fallback}: {exc}") from None
         self._live: dict[int, Policy] = {}
@@ -233,7 +243,7 @@ class PolicySelection:
             if view.id not in self._assigned:
                 round_ = self.selector.learner.draw(self.selector.rng)
                 fallback = error > self.error_threshold
-                played = self.fallback if fallback else round_.played
+                played = self.fallback_member if fallback else round_.played
                 self._assigned[view.id] = self._open[view.id] = _Assignment(
                     view.job, round_, played, fallback)
                 for shadow in self._shadows:

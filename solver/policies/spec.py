@@ -15,11 +15,6 @@ from dataclasses import dataclass
 ParamValue = bool | int | float | str
 
 
-POLICY_NAMES = ("on-demand", "spot-only", "greedy", "uniform-progress", "eager-failover",
-                "prediction-free", "chc", "risk-aware", "policy-selection", "optimum")
-"""Every registered policy's name, in report order, for what must not load the policies (the
-command line's help); :data:`solver.policies.registry.POLICIES` holds their classes."""
-
 RECOMMENDED = "risk-aware"
 """The policy the worker runs unless told otherwise: the online planner that plans on the
 markets' forecast distributions."""

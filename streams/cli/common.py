@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from solver.market import MarketTicks
     from streams.settings import Settings
 
-from solver.policies.spec import POLICY_NAMES
+from solver.policies.registry import POLICY_NAMES
 from streams.cli.errors import fail
 from streams.cli.options import check_policies
 

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from solver.forecast import ErrorTracker
+from solver.forecast.tracking import combined_error
 
 
 def test_each_forecast_is_scored_at_its_horizon_when_its_slot_arrives():
@@ -84,3 +85,11 @@ def test_the_quantiles_are_those_of_the_latest_residuals_at_each_horizon(window,
     for k, residuals in enumerate(by_horizon):
         expected = np.quantile(residuals[-size:], levels) if residuals else np.zeros(len(levels))
         np.testing.assert_allclose(offsets[:, k], expected, atol=1e-12)
+
+
+def test_the_combined_error_is_the_larger_mean_over_the_markets_scored():
+    nan = math.nan
+    assert math.isnan(combined_error([nan, nan], [nan, nan]))
+    assert combined_error([10.0, nan, 30.0], [nan, 0.1, nan]) == pytest.approx(0.2)
+    assert combined_error([nan, 4.0], [0.3, 0.1]) == pytest.approx(0.2)
+    assert combined_error([], [0.25]) == 0.25

@@ -168,7 +168,7 @@ def test_bad_parameters_are_rejected(params, message):
     data = flat_data([[1.0] * 4], [[1] * 4])
     with pytest.raises(ValueError, match=message):
         make_policy("chc", **params)
-    assert isinstance(CommittedHorizonControl().forecast, DistributionForecast)
+    assert isinstance(CommittedHorizonControl().source, DistributionForecast)
     with pytest.raises(ValueError, match="flip=2"):
         NoisyOracleForecast(data, flip=2)
 

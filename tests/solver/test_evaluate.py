@@ -2,8 +2,9 @@ import dataclasses
 
 import pytest
 
-from solver.evaluation.cells import evaluate_case, sensitivity
+from solver.evaluation.cells import EvaluationPlan, run
 from solver.evaluation.evaluate import (
+    DEFAULT_SETTINGS,
     EvaluationSettings,
     PolicyStats,
     check_policies,
@@ -24,6 +25,11 @@ from tests.solver.test_scenarios import probe_ticks
 from tests.traces_dir import needs_traces, traces_dir
 
 SMALL_CBL = CantBeLateSpec(tasks=((2.0, 3.0),), overheads_hours=(0.2,), window_ticks=80)
+
+
+def evaluate_case(case, policies, seed=0, settings=DEFAULT_SETTINGS):
+    """``case`` played under ``policies`` as an evaluation plays it."""
+    return run(EvaluationPlan((case,), check_policies(policies), seed, settings)).cases[0]
 
 
 def test_cant_be_late_case_statistics_per_policy():
@@ -102,7 +108,7 @@ def test_sensitivity_falls_back_when_forecasts_are_poor():
         workload_range=(8.0, 24.0), n_max_choices=(2, 4), slack_range=(1.3, 2.0)))
     case = fine_tune_case(probe_ticks(n_ticks=20 * 72, tick=180.0), 2, 0, spec)
     settings = dataclasses.replace(EvaluationSettings(), sensitivity_errors=(0.0, 1.0))
-    points = sensitivity(case, 0, settings)
+    points = run(EvaluationPlan((case,), (), 0, settings, study=0)).sensitivity
     assert [p.error for p in points] == [0.0, 1.0]
     assert points[0].fallback_share == 0.0 and points[1].fallback_share > 0.5
     assert points[0].mean_utility["prediction-free"] == points[1].mean_utility["prediction-free"]

@@ -1,6 +1,7 @@
 """The contract every registered policy keeps, generated over the registry (a policy added
-later is checked too): answers within the model, the same seed gives the same plan, a policy
-pickled mid-run carries on exactly, and observations are not mutated."""
+later is checked too), under each of its quick settings: answers within the model, the same
+seed gives the same plan, a policy pickled mid-run carries on exactly, observations are not
+mutated, and its spec parameters, ``repr`` and copies come from its ``__init__``."""
 
 import inspect
 import pickle
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver.policies import POLICIES, make_policy
+from solver.policies import check_spec, make_policy, policy_class, policy_classes
 from solver.policies.protocol import PlannerNamer, Policy, SettlementObserver
 from solver.policies.spec import PolicySpec
 from solver.simulator import simulate
@@ -19,14 +20,9 @@ from tests.properties import examples
 from tests.solver.helpers import HOUR, flat_data, job
 from tests.solver.test_chc import scenarios
 
-SMALL = {"chc": {"window_hours": 3.0}, "risk-aware": {"window_hours": 3.0},
-         "risk-aware:choose=evidence": {"window_hours": 3.0, "backtest_hours": 2.0,
-                                        "cadence_hours": 1.0}}
-"""Parameters that keep the planners quick on the generated markets (the evidence's backtests
-on the generated markets' first slots)."""
-
-VARIANTS = [*sorted(POLICIES), "risk-aware:choose=evidence"]
-"""Every registered policy, and the parameters that change how a policy works."""
+VARIANTS = [str(PolicySpec.of(name, **params))
+            for name, cls in policy_classes().items() for params in cls.quick]
+"""Every registered policy under each of its quick settings."""
 
 
 class Recorder:
@@ -60,11 +56,15 @@ class Recorder:
             self.policy.observe_settled(price, availability)
 
 
-def policy_for(name, data, jobs):
-    cls = POLICIES[PolicySpec.parse(name).name]
-    context = {k: v for k, v in (("data", data), ("jobs", jobs))
-               if k in getattr(cls, "CONTEXT", ())}
-    return make_policy(name, **SMALL.get(name, {}), **context)
+def context_for(cls, data, jobs):
+    """What a policy of ``cls`` is handed besides its spec: the realised market and the
+    workload for a hindsight plan, the registry's builder for policy selection's members."""
+    given = {"data": data, "jobs": jobs, "build": make_policy}
+    return {k: v for k, v in given.items() if k in cls.context}
+
+
+def policy_for(spec, data, jobs):
+    return make_policy(spec, **context_for(policy_class(PolicySpec.parse(spec).name), data, jobs))
 
 
 def answers(recorder):
@@ -101,6 +101,32 @@ def test_every_policy_meets_the_protocol_under_its_name(name):
             declared = inspect.signature(getattr(protocol, hook)).parameters
             assert list(inspect.signature(getattr(type(policy), hook)).parameters) == \
                 list(declared)
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_parameters_repr_and_clones_come_from_the_init_signature(name):
+    data = flat_data(np.array([[1.0, 1.5, 0.8, 0.9]]), np.array([[2, 0, 3, 1]]))
+    jobs = [job("j", workload=2.0, release=0.0, soft=4 * HOUR)]
+    policy = policy_for(name, data, jobs)
+    cls = type(policy)
+    assert policy.params() == cls.defaults() | check_spec(name).kwargs
+    assert set(cls.defaults()) == set(inspect.signature(cls).parameters) - set(cls.context)
+    shown = repr(policy)
+    assert shown.startswith(f"{cls.__name__}(")
+    assert all(f"{k}={v!r}" in shown for k, v in policy.params().items())
+    twin = policy.clone(**context_for(cls, data, jobs))
+    assert type(twin) is cls and twin is not policy and repr(twin) == shown
+    first, second = Recorder(policy), Recorder(twin)
+    simulate(data, jobs, first)
+    simulate(data, jobs, second)
+    assert answers(first) == answers(second)
+
+
+def test_a_clone_takes_overrides_and_keeps_the_rest():
+    policy = make_policy("prediction-free:sigma=0.5")
+    twin = policy.clone(tolerance=1.0)
+    assert twin.params() == {"theta": 1.0, "sigma": 0.5, "tolerance": 1.0}
+    assert repr(twin) == "PredictionFree(theta=1.0, sigma=0.5, tolerance=1.0)"
 
 
 def test_the_protocols_refuse_what_lacks_their_methods():
@@ -164,9 +190,8 @@ def test_same_inputs_give_the_same_plan(name, scenario):
 def test_a_policy_pickled_mid_run_carries_on_exactly(name, scenario):
     data, jobs = scenario
     whole = Recorder(policy_for(name, data, jobs), stop_after=2)
-    simulate(data, jobs, whole)
-    if whole.snapshot is None:
-        return  # the run was over before its second slot
+    simulate(data, jobs, whole, until_end=True)  # every slot of the data: at least four
+    assert whole.snapshot is not None and len(whole.seen) > 2
     restored = pickle.loads(whole.snapshot)
     # The restored policy, fed the rest of the run, answers as the uninterrupted one did.
     for obs, answer in whole.seen[2:]:

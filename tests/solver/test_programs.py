@@ -14,7 +14,7 @@ from solver.optimize import stochastic
 from solver.policies import make_policy
 from solver.policies.forecast_sources import DistributionForecast
 from solver.policies.prediction_free import spot_order
-from solver.policies.programs import POOLED_SHARE, SOLVE_WORK, SingleJobPrograms
+from solver.policies.stochastic_planner import POOLED_SHARE, SOLVE_WORK, StochasticPlanner
 from solver.simulator import simulate
 from tests.solver.helpers import HOUR, flat_data, job
 
@@ -66,8 +66,8 @@ class _ProgramsOnly:
     name = "programs-only"
 
     def __init__(self, solves: int, resolve_hours: float, migration_markets: int = 3) -> None:
-        self.programs = SingleJobPrograms(DistributionForecast(), resolve_hours, None,
-                                          solves=solves, markets=migration_markets)
+        self.programs = StochasticPlanner(DistributionForecast(), resolve_hours, None,
+                                          solves=solves, max_markets=migration_markets)
         self.planned: dict[int, list[str]] = {}
         self.decided: dict[int, dict[str, Allocation | None]] = {}
 
@@ -154,8 +154,10 @@ def test_the_first_decision_is_the_programs_best_action():
     slack = (j.hard_deadline - obs.time - j.workload * HOUR) / HOUR
     solution = stochastic.solve(program, stochastic.SpotModel(on, price), slack)
     run = obs.outlooks[0].run.at_boundary(bool(obs.availability_now[0])).age
-    best = solution.best_action(0, stochastic.IDLE, bool(obs.availability_now[0]),
-                                age_bucket(run), slack)
+    q = solution.action_values(0, stochastic.IDLE, bool(obs.availability_now[0]),
+                               age_bucket(run), slack)
+    best = int(np.argmin(q))
+    assert np.isfinite(q[best])
     expected = {stochastic.IDLE: None, stochastic.SPOT: Allocation(0, spot=1),
                 stochastic.ON_DEMAND: Allocation(0, on_demand=1)}[best]
     assert policy.decided[obs.slot][view.id] == expected

@@ -230,7 +230,8 @@ def test_a_pool_is_written_as_one_spec_parameter_and_read_back():
                          "commitment=2),seed=3")
     assert [str(m) for m in policy.selector.pool] == [
         "risk-aware", "prediction-free:sigma=0.5", "chc:commitment=2,window_hours=12"]
-    assert policy.fallback == 2
+    assert policy.fallback == "chc(commitment=2;window_hours=12)"
+    assert policy.fallback_member == 2
 
 
 def test_the_learning_state_of_a_spec_is_what_the_policy_itself_builds():

@@ -7,7 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from solver.evaluation.cells import evaluate_case
+from solver.evaluation.cells import EvaluationPlan, run
+from solver.evaluation.evaluate import check_policies
 from solver.evaluation.scenarios import SCENARIOS, build_cases, shapes_cases
 from solver.evaluation.shape_calibration import (
     CALIBRATION,
@@ -113,7 +114,8 @@ def test_a_calibration_with_shares_not_summing_to_one_is_refused():
 
 def test_the_shapes_play_end_to_end_and_no_policy_beats_the_optimum():
     for case in build_cases([], ["shapes"], 30, 0, shapes=TINY):
-        result = evaluate_case(case, ["greedy", "risk-aware", "optimum"])
+        plan = EvaluationPlan((case,), check_policies(["greedy", "risk-aware", "optimum"]))
+        result = run(plan).cases[0]
         optimum = result.policies["optimum"]
         assert optimum.runs == sum(len(e.jobs) for e in case.episodes)
         for name in ("greedy", "risk-aware"):

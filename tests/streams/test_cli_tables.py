@@ -13,7 +13,7 @@ from rich.console import Console
 from solver.evaluation.compare import compare_policies
 from solver.evaluation.evaluate import CaseResult, PolicyStats
 from solver.market import build_market_data
-from solver.policies.spec import POLICY_NAMES
+from solver.policies.registry import POLICY_NAMES
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.traces.jobs_file import load_jobs
 from streams.cli.reports.decisions import decisions_table

@@ -97,7 +97,7 @@ def test_the_default_policy_is_a_valid_online_spec_read_without_loading_the_poli
     assert str(check_spec(RECOMMENDED, online=True)) == RECOMMENDED
     loaded = subprocess.run(
         [sys.executable, "-c", "import sys; from streams.settings import load_settings; "
-         "load_settings(); print('solver.policies.registry' in sys.modules)"],
+         "load_settings(); print('solver.policies.base' in sys.modules)"],
         capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "False"
 

@@ -17,7 +17,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from solver.market import build_market_data
-from solver.policies import POLICIES, PolicySpec
+from solver.policies import POLICY_NAMES, PolicySpec, policy_class
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
 from streams.contract import JobSubmitted, dump_event
@@ -46,7 +46,7 @@ from tests.streams.logged import logged
 REPO = Path(__file__).resolve().parents[2]
 SPEC = SyntheticMarketSpec(seed=5, n_markets=3, days=5)
 SLOT = 3600.0
-ONLINE = sorted(set(POLICIES) - {"optimum"})
+ONLINE = sorted(n for n in POLICY_NAMES if "hindsight" not in policy_class(n).tags)
 STAGES = {spec.name: spec for spec in PIPELINE}
 MAX_BYTES = Settings.model_fields["snapshot_max_bytes"].default
 

@@ -13,7 +13,7 @@ solved on the chance that the market offers at least the job's instances
 market reads that as a slot without capacity there.
 
 **Several markets: a rollout over per-market programs.** A job allowed in several markets is
-planned in at most ``markets`` of them: where it runs, where its checkpoint is, then the
+planned in at most ``max_markets`` of them: where it runs, where its checkpoint is, then the
 cheapest by :func:`expected_hourly`, each program on capacity transitions shrunk towards
 their mean over the job's markets (:data:`POOLED_SHARE`). At each boundary every action in
 every planned market is valued by that market's program at the job's state as seen from there
@@ -72,7 +72,7 @@ the one whose hazards were learned too optimistic."""
 
 
 @dataclass
-class _Program:
+class _JobSolutions:
     """A job's solved programs, one per market it is planned in, and the slot they were solved
     at."""
 
@@ -80,26 +80,26 @@ class _Program:
     solutions: dict[int, Solution]
 
 
-class SingleJobPrograms:
+class StochasticPlanner:
     """The programs of the fixed-count jobs routed to them (module doc); a job allowed in
-    several markets is planned in at most ``markets`` of them at a time."""
+    several markets is planned in at most ``max_markets`` of them at a time."""
 
     name = PROGRAM
 
     def __init__(self, source: ForecastSource, resolve_hours: float,
-                 window_hours: float | None, solves: int, markets: int = 3) -> None:
+                 window_hours: float | None, solves: int, max_markets: int = 3) -> None:
         if not (math.isfinite(resolve_hours) and resolve_hours > 0):
             raise ValueError(f"resolve_hours={resolve_hours!r}: expected a positive duration")
         if solves < 1:
             raise ValueError(f"solves={solves!r}: expected at least 1 program per slot")
-        if markets < 1:
-            raise ValueError(f"markets={markets!r}: expected at least 1 market to plan in")
-        self.forecast = source
+        if max_markets < 1:
+            raise ValueError(f"markets={max_markets!r}: expected at least 1 market to plan in")
+        self.source = source
         self.resolve_hours = resolve_hours
         self.window_hours = window_hours
         self.solves = solves
-        self.markets = markets
-        self._programs: dict[str, _Program] = {}
+        self.max_markets = max_markets
+        self._programs: dict[str, _JobSolutions] = {}
         self._order = PredictionFree()
 
     def plannable(self, obs: Observation, view: JobView) -> bool:
@@ -118,7 +118,7 @@ class SingleJobPrograms:
             if view.id in due:
                 self._solve(obs, view, self._usable(obs, view))
             choice = self._follow(obs, view, left)
-            if not finishable(obs, view, choice, credit_spot=self.forecast.exact,
+            if not finishable(obs, view, choice, credit_spot=self.source.exact,
                               by=view.job.hard_deadline):
                 choice = on_demand(obs, view)
             choice = fit_cap(obs, view, choice)
@@ -148,11 +148,11 @@ class SingleJobPrograms:
                 due.add(job_id)
         return due
 
-    def _units(self, obs: Observation, view: JobView, markets: int) -> int:
-        """Of the ``solves`` per slot, how many the job's programs in ``markets`` of its
-        markets take."""
+    def _units(self, obs: Observation, view: JobView, usable: int) -> int:
+        """Of the ``solves`` per slot, how many the job's programs take when ``usable`` of its
+        markets can be planned in."""
         work = stochastic.work(_single_job(obs, view), _slack(obs, view), self._window(obs))
-        return max(1, math.ceil(work * min(markets, self.markets) / SOLVE_WORK))
+        return max(1, math.ceil(work * min(usable, self.max_markets) / SOLVE_WORK))
 
     def _usable(self, obs: Observation, view: JobView) -> list[int]:
         """The markets a program can plan the job in: those it may use with run hazards (all,
@@ -160,7 +160,7 @@ class SingleJobPrograms:
         if not stochastic.fits(_single_job(obs, view), _slack(obs, view), self._window(obs)):
             return []
         return [m for m, market in enumerate(obs.markets) if view.job.may_use(market.key)
-                and (self.forecast.exact or obs.outlooks[m].hazards is not None)]
+                and (self.source.exact or obs.outlooks[m].hazards is not None)]
 
     def _follow(self, obs: Observation, view: JobView, left: np.ndarray) -> Allocation | None:
         """The cheapest action over the markets the job is planned in, each valued by that
@@ -226,21 +226,21 @@ class SingleJobPrograms:
         (:data:`POOLED_SHARE`; not with an exact source, nor in one market)."""
         slots = stochastic.horizon(_single_job(obs, view), self._window(obs))
         n = view.job.n_min
-        on = {m: self.forecast.transitions(obs, m, slots, n) for m in markets}
+        on = {m: self.source.transitions(obs, m, slots, n) for m in markets}
         pooled = np.mean([on[m][0] for m in markets], axis=0)
-        share = 0.0 if self.forecast.exact or len(markets) == 1 else POOLED_SHARE
+        share = 0.0 if self.source.exact or len(markets) == 1 else POOLED_SHARE
         solutions = {}
         for market in self._candidates(obs, view, markets):
             spot = (1.0 - share) * on[market][0] + share * pooled
             solutions[market] = stochastic.solve(
                 _single_job(obs, view, market=market), SpotModel(spot, on[market][1]),
                 _slack(obs, view), window=self._window(obs))
-        self._programs[view.id] = _Program(obs.slot, solutions)
+        self._programs[view.id] = _JobSolutions(obs.slot, solutions)
 
     def _candidates(self, obs: Observation, view: JobView, markets: list[int]) -> list[int]:
-        """The ``markets`` of ``markets`` worth planning the job in: where it runs and where
+        """The ``max_markets`` of ``markets`` worth planning the job in: where it runs and where
         its checkpoint is, then the cheapest by :func:`expected_hourly`, in market order."""
-        if len(markets) <= self.markets:
+        if len(markets) <= self.max_markets:
             return markets
         kept = {m for m in markets
                 if (view.current is not None and view.current.market == m)
@@ -248,7 +248,7 @@ class SingleJobPrograms:
         horizon = hours_to_slots(self.resolve_hours, obs.slot_seconds)
         ranked = sorted(markets, key=lambda m: (expected_hourly(obs, view, m, horizon), m))
         for m in ranked:
-            if len(kept) >= self.markets:
+            if len(kept) >= self.max_markets:
                 break
             kept.add(m)
         return sorted(kept)

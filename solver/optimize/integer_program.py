@@ -77,7 +77,7 @@ class _JobVars:
 
 
 @dataclass(frozen=True)
-class ScheduleProgram:
+class IntegerProgram:
     """A built program and the map from its variables back to allocations.
 
     ``steps`` is the resolution of each continuous variable for integer-only backends.
@@ -113,9 +113,9 @@ class ScheduleProgram:
         return out
 
 
-def build_program(
+def build_integer_program(
     data: MarketData, views: Sequence[JobView], terminal: bool = False
-) -> ScheduleProgram:
+) -> IntegerProgram:
     """The program for ``views`` (jobs with their remaining work, held configuration and
     pending overhead) over every slot of ``data`` (module doc for the model)."""
     lp = LinearProgram()
@@ -212,7 +212,7 @@ def build_program(
     for (m, t), terms in spot_terms.items():
         if sum(c for _, c in terms) > data.availability[m, t]:
             lp.row(terms, upper=int(data.availability[m, t]))
-    return ScheduleProgram(lp, tuple(built), steps)
+    return IntegerProgram(lp, tuple(built), steps)
 
 
 def _terminal(

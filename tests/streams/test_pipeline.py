@@ -1,10 +1,7 @@
 import pytest
 
-from solver.market import build_market_data
 from solver.policies import POLICIES, PolicySpec, make_policy
 from solver.simulator import simulate
-from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from solver.workload import WorkloadSpec, generate_jobs
 from streams.contract import (
     AvailabilityTick,
     JobCancelled,
@@ -23,6 +20,7 @@ from streams.pipeline.scheduler import PartitionScheduler
 from streams.pipeline.stage import RejectedEvent, epoch_index
 from streams.pipeline.trace_events import submission, trace_events
 from streams.runners.memory import MemoryPipeline, run_in_memory
+from tests.scenarios import synthetic
 
 SLOT = 3600.0
 
@@ -39,9 +37,7 @@ def simulated_rows(data, jobs, policy):
 @pytest.fixture(scope="module")
 def market():
     """Three markets for six days, a tick every 15 minutes, and 24 jobs."""
-    ticks = synthetic_ticks(SyntheticMarketSpec(seed=3, n_markets=3, days=6, tick_seconds=900))
-    data = build_market_data(ticks, SLOT)
-    return ticks, data, generate_jobs(data, 24, WorkloadSpec(seed=3))
+    return synthetic(3, n_markets=3, days=6, n_jobs=24, tick_seconds=900, slot=SLOT)
 
 
 BARE = ["on-demand", "spot-only", "greedy", "uniform-progress", "eager-failover"]

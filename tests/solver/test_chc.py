@@ -122,10 +122,12 @@ def test_receding_horizon_follows_each_plan_while_averaging_blends_them():
 
 
 @pytest.mark.parametrize("kind", ["distribution", "point"])
-def test_learned_forecasts_feed_chc_from_the_shared_outlooks(kind):
+def test_on_learned_forecasts_chc_meets_the_deadlines_for_less_than_on_demand(kind):
     data, jobs = _generated(2, n_jobs=2, n_max=(1, 2))
     result = simulate(data, jobs, make_policy("chc", forecast=kind, window_hours=6))
+    on_demand = simulate(data, jobs, make_policy("on-demand"))
     assert all(r.hard_deadline_met for r in result.jobs)
+    assert result.total_cost < on_demand.total_cost
 
 
 @pytest.mark.parametrize(
@@ -140,12 +142,17 @@ def test_learned_forecasts_feed_chc_from_the_shared_outlooks(kind):
     ],
 )
 def test_bad_parameters_are_rejected(params, message):
-    data = flat_data([[1.0] * 4], [[1] * 4])
     with pytest.raises(ValueError, match=message):
         make_policy("chc", **params)
+
+
+def test_by_default_chc_plans_on_the_distribution_forecast():
     assert isinstance(CommittedHorizonControl().forecast, DistributionForecast)
+
+
+def test_a_noisy_oracle_refuses_a_flip_probability_above_one():
     with pytest.raises(ValueError, match="flip=2"):
-        NoisyOracleForecast(data, flip=2)
+        NoisyOracleForecast(flat_data([[1.0] * 4], [[1] * 4]), flip=2)
 
 
 def test_a_commitment_longer_than_the_window_is_rejected_at_the_first_slot():

@@ -1,5 +1,5 @@
-"""Markets and jobs the tests run policies on: small random ones drawn by Hypothesis, and
-seeded synthetic markets with their generated workload."""
+"""Markets and jobs the tests run policies on: small random ones drawn by Hypothesis, seeded
+synthetic markets with their generated workload, and seeded probe traces."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from solver.job import Job
-from solver.market import MarketData, MarketTicks, build_market_data
+from solver.market import Market, MarketData, MarketTicks, build_market_data
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.workload import WorkloadSpec, generate_jobs
 from tests.solver.helpers import HOUR, flat_data, job
@@ -74,3 +74,28 @@ def synthetic(seed: int, n_markets: int, days: float, n_jobs: int,
                                                 tick_seconds=tick_seconds))
     data = build_market_data(ticks, slot)
     return Synthetic(ticks, data, generate_jobs(data, n_jobs, WorkloadSpec(seed=seed, **workload)))
+
+
+def probe_ticks(n_ticks=1400, tick=195.0, zones=("us-east-1a", "us-west-2b"), seed=0):
+    """A 0/1 probe trace with a price step series per zone."""
+    rng = np.random.default_rng(seed)
+    times = 1_700_000_000.0 + tick * np.arange(n_ticks)
+    return [MarketTicks(Market("aws", zone[:-1], zone, "p3.2xlarge", 3.06), times,
+                        np.round(rng.uniform(0.9, 1.8, n_ticks), 2),
+                        (rng.random(n_ticks) < 0.6).astype(int))
+            for zone in zones]
+
+
+def write_probe_trace(path, hours=30, zones=("us-east-1a", "us-west-2b")):
+    """A small SkyNomad-format trace: 195 s probes with 0/1 availability and a spot price."""
+    rng = np.random.default_rng(1)
+    lines = ["timestamp_utc,zone,instance_type,tick,available,spot_price_usd_per_hour"]
+    n = int(hours * 3600 / 195)
+    for zone in zones:
+        for tick in range(n):
+            seconds = 1_676_498_896 + 195 * tick
+            stamp = np.datetime64(seconds, "s").astype(str) + "Z"
+            lines.append(f"{stamp},{zone},p3.2xlarge,{tick},{int(rng.random() < 0.7)},"
+                         f"{1.0 + 0.2 * (tick // 200 % 3):.4f}")
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -35,7 +35,7 @@ from streams.pipeline.snapshot_globals import (
     find_global,
     new_object,
 )
-from tests.streams.test_snapshot import ONLINE, SLOT, SPEC, STAGES, run
+from tests.streams.snapshot_runs import ONLINE, SLOT, SPEC, STAGES, run
 
 
 class Named(pickle.Unpickler):

@@ -7,16 +7,15 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from solver.market import build_market_data
 from solver.policies import POLICIES
-from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from solver.workload import WorkloadSpec, generate_jobs
+from solver.synthetic import SyntheticMarketSpec
 from streams.contract import JobSubmitted, dump_event
 from streams.pipeline.declaration import PIPELINE, PipelineConfig
 from streams.pipeline.driver import Handling
 from streams.pipeline.stage import Message
 from streams.pipeline.trace_events import trace_events
 from streams.runners.memory import MemoryPipeline
+from tests.scenarios import synthetic
 from tests.streams.logged import logged
 
 SPEC = SyntheticMarketSpec(seed=5, n_markets=3, days=5)
@@ -28,8 +27,7 @@ STAGES = {spec.name: spec for spec in PIPELINE}
 def run(config: PipelineConfig, job_partitions: int = 2
         ) -> defaultdict[tuple[str, int], list[tuple[Message, Handling]]]:
     """Every message each stage partition took, and what it made of it."""
-    ticks = synthetic_ticks(SPEC)
-    jobs = generate_jobs(build_market_data(ticks, SLOT), 10, WorkloadSpec(seed=SPEC.seed))
+    ticks, _, jobs = synthetic(SPEC.seed, SPEC.n_markets, SPEC.days, 10, slot=SLOT)
     pipeline = MemoryPipeline(config, job_partitions)
     taken = logged(pipeline)
     for event in trace_events(ticks, jobs):

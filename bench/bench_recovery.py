@@ -67,7 +67,7 @@ from streams.kafka.clients import publish_replay
 from streams.kafka.partitions import partition_for
 from streams.kafka.state import KafkaState
 from streams.kafka.topics import ensure_topics
-from streams.pipeline.decisions import decision_rows
+from streams.pipeline.decision_encoder import allocation_rows
 from streams.pipeline.declaration import PIPELINE, PipelineConfig
 from streams.pipeline.snapshot import SnapshotKeys, pickle_state, restore, seal
 from streams.pipeline.trace_events import trace_events
@@ -427,11 +427,11 @@ def in_process(args: argparse.Namespace) -> None:
 
 
 def compare(settings: Settings, data, events, args: argparse.Namespace) -> None:
-    expected = decision_rows(run_in_memory(events, data.markets, 3600.0, args.policy,
+    expected = allocation_rows(run_in_memory(events, data.markets, 3600.0, args.policy,
                                            args.job_partitions, args.market_partitions))
     decisions = [d for d in asyncio.run(all_decisions(settings))
                  if isinstance(d, ProvisioningDecision)]
-    got = decision_rows(decisions)
+    got = allocation_rows(decisions)
     versions: dict[str, set[bytes]] = {}
     for decision in decisions:
         versions.setdefault(decision.idempotency_key, set()).add(dump_event(decision))

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from connectors.base import Applied, FatalError, Feedback, PermanentError
 from connectors.holding import Holding, changes
 from solver.engine import Engine
-from solver.job import Allocation, Job, JobResult
+from solver.job import Allocation, Allocations, Job, JobResult
 from solver.market import MarketData
-from solver.observation import Decision, Observation
+from solver.observation import Observation
 from streams.contract import AvailabilityTick, JobFinished, JobProgress, ProvisioningDecision, utc
 
 OTHER_MARKET = ("the decisions come from other markets than the simulated cloud's: run "
@@ -39,7 +39,7 @@ class _Requested:
     def __init__(self) -> None:
         self.by_job: dict[str, Allocation] = {}
 
-    def decide(self, obs: Observation) -> Decision:
+    def decide(self, obs: Observation) -> Allocations:
         return {view.id: self.by_job[view.id] for view in obs.jobs if view.id in self.by_job}
 
 

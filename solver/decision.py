@@ -27,7 +27,7 @@ it finished (it may have finished after it), or failed (it could not be decided)
 
 @dataclass(frozen=True, slots=True)
 class Explanation:
-    """One job's decision read alone.
+    """One job's part of a slot decision, read alone.
 
     ``expected_cost_usd``: the slot's bill at the boundary's prices, with the egress of moving
     the checkpoint; ``slack_seconds``: the hard deadline minus the finish on on-demand at

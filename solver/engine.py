@@ -17,10 +17,10 @@ import numpy as np
 
 from solver.decision import Departure, Outcome, SlotDecision
 from solver.forecast.models import MarketModels, Outlooks
-from solver.job import FINISH_TOLERANCE, Allocation, Job, JobResult
+from solver.job import FINISH_TOLERANCE, Allocation, Allocations, Job, JobResult
 from solver.market import SECONDS_PER_HOUR, Market
 from solver.migration import DEFAULT_MIGRATION, STAY, MigrationTable, Move, Place
-from solver.observation import Decision, JobView, Observation
+from solver.observation import JobView, Observation
 from solver.policies.protocol import Policy, SettlementObserver, planner_of, planner_reason_of
 
 
@@ -347,7 +347,7 @@ class Engine:
 
     def _ask(self, obs: Observation) -> dict[str, Allocation]:
         """The policy's checked answer: a request for each job of ``obs`` that runs something."""
-        answer: Decision = self.policy.decide(obs)
+        answer: Allocations = self.policy.decide(obs)
         stray = sorted(set(answer) - {view.id for view in obs.jobs})
         if stray:
             raise PolicyError(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
@@ -220,6 +220,10 @@ class Allocation:
     def hourly_usd(self, spot_price: float, on_demand_price: float) -> float:
         """USD an hour at these prices per instance-hour: what a job's cap bounds."""
         return self.spot * float(spot_price) + self.on_demand * float(on_demand_price)
+
+
+Allocations = Mapping[str, Allocation]
+"""Allocations by job id for one slot; a job left out runs nothing."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,6 +68,3 @@ class Observation:
     def slot_end(self) -> float:
         return self.time + self.slot_seconds
 
-
-Decision = Mapping[str, Allocation]
-"""Allocations by job id for one slot; a job left out runs nothing."""

@@ -20,8 +20,8 @@ import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from solver.decision import SlotDecision
-from solver.job import Allocation, Job
-from solver.observation import Decision, JobView, Observation
+from solver.job import Allocation, Allocations, Job
+from solver.observation import JobView, Observation
 from solver.policies.protocol import Policy, SettlementObserver, planner_of, planner_reason_of
 from streams.contract import (
     EpochClosed,
@@ -134,7 +134,7 @@ class TimedPolicy:
         self.name = policy.name
         self._seconds = seconds
 
-    def decide(self, obs: Observation) -> Decision:
+    def decide(self, obs: Observation) -> Allocations:
         with self._seconds.time():
             return self.policy.decide(obs)
 

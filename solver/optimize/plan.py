@@ -5,10 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from solver.job import Allocation
-
-SlotPlan = Mapping[str, Allocation]
-"""Allocations by job id for one slot; a job left out runs nothing."""
+from solver.job import Allocations
 
 
 @dataclass(frozen=True)
@@ -23,12 +20,12 @@ class Plan:
     solver's bound (0 for the exact dynamic program; ``inf`` when no bound was proven).
     """
 
-    slots: Mapping[int, SlotPlan]
+    slots: Mapping[int, Allocations]
     expected_utility: float
     method: str
     optimal: bool = True
     gap: float = 0.0
-    _empty: SlotPlan = field(default_factory=dict, init=False, repr=False, compare=False)
+    _empty: Allocations = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    def at(self, slot: int) -> SlotPlan:
+    def at(self, slot: int) -> Allocations:
         return self.slots.get(slot, self._empty)

@@ -15,7 +15,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, Self
 
-from solver.observation import Decision, Observation
+from solver.job import Allocations
+from solver.observation import Observation
 from solver.policies.forecast_sources import FORECAST_SOURCES
 from solver.policies.spec import ParamValue
 
@@ -43,7 +44,7 @@ class PolicyBase(ABC):
     on small generated markets."""
 
     @abstractmethod
-    def decide(self, obs: Observation) -> Decision:
+    def decide(self, obs: Observation) -> Allocations:
         """The allocations for the observation's jobs
         (:meth:`~solver.policies.protocol.Policy.decide`)."""
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from solver.job import Allocation
-from solver.observation import Decision, JobView, Observation
+from solver.job import Allocation, Allocations
+from solver.observation import JobView, Observation
 from solver.policies.base import PolicyBase
 from solver.policies.common import (
     cheapest_on_demand,
@@ -28,7 +28,7 @@ class OnDemandOnly(PolicyBase):
 
     name = "on-demand"
 
-    def decide(self, obs: Observation) -> Decision:
+    def decide(self, obs: Observation) -> Allocations:
         out: dict[str, Allocation] = {}
         for view in obs.jobs:
             _put(out, view, cheapest_on_demand(obs, view))
@@ -40,7 +40,7 @@ class SpotOnly(PolicyBase):
 
     name = "spot-only"
 
-    def decide(self, obs: Observation) -> Decision:
+    def decide(self, obs: Observation) -> Allocations:
         return one_by_one(obs, lambda view, left: spot(obs, view, left))
 
 
@@ -51,7 +51,7 @@ class Greedy(PolicyBase):
 
     name = "greedy"
 
-    def decide(self, obs: Observation) -> Decision:
+    def decide(self, obs: Observation) -> Allocations:
         def rule(view: JobView, left: np.ndarray) -> Allocation | None:
             if must_use_on_demand(obs, view) and (od := on_demand(obs, view)) is not None:
                 return od
@@ -71,7 +71,7 @@ class UniformProgress(PolicyBase):
 
     name = "uniform-progress"
 
-    def decide(self, obs: Observation) -> Decision:
+    def decide(self, obs: Observation) -> Allocations:
         def rule(view: JobView, left: np.ndarray) -> Allocation | None:
             if must_use_on_demand(obs, view) and (od := on_demand(obs, view)) is not None:
                 return od

@@ -16,9 +16,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from solver.job import Allocation
+from solver.job import Allocation, Allocations
 from solver.market import SECONDS_PER_HOUR
-from solver.observation import Decision, JobView, Observation
+from solver.observation import JobView, Observation
 
 
 def must_use_on_demand(obs: Observation, view: JobView) -> bool:
@@ -121,7 +121,7 @@ def claim(left: np.ndarray, choice: Allocation | None) -> None:
 
 
 def one_by_one(obs: Observation,
-               rule: Callable[[JobView, np.ndarray], Allocation | None]) -> Decision:
+               rule: Callable[[JobView, np.ndarray], Allocation | None]) -> Allocations:
     """Each job in spot-priority order, decided by ``rule`` from the spot the jobs before it
     left unclaimed (per market, which ``rule`` must not change); ``None`` leaves the job idle.
     The spot of each allocation is claimed before the next job is decided."""

@@ -35,9 +35,9 @@ from typing import Literal
 
 import numpy as np
 
-from solver.job import Allocation
+from solver.job import Allocation, Allocations
 from solver.migration import Place
-from solver.observation import Decision, JobView, Observation
+from solver.observation import JobView, Observation
 from solver.policies.base import PolicyBase
 from solver.policies.common import affordable_spot, fit_cap, on_demand, one_by_one
 
@@ -55,7 +55,7 @@ class EagerFailover(PolicyBase):
         self._last_ran: dict[str, int] = {}
         """Per job, the market of the last slot it ran in."""
 
-    def decide(self, obs: Observation) -> Decision:
+    def decide(self, obs: Observation) -> Allocations:
         out = one_by_one(obs, lambda view, left: self.decide_job(obs, view, left))
         live = {v.id for v in obs.jobs}
         self._last_held = {k: m for k, m in self._last_held.items() if k in live}

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from solver.job import Allocation, Job
+from solver.job import Allocation, Allocations, Job
 from solver.market import MarketData
 from solver.migration import DEFAULT_MIGRATION, MigrationTable
-from solver.observation import Decision, Observation
+from solver.observation import Observation
 from solver.optimize.backends import DEFAULT_LIMITS, Backend, SolverLimits
 from solver.optimize.offline import DEFAULT_TIME_LIMIT, Method, solve_offline
 from solver.optimize.plan import Plan
@@ -52,7 +52,7 @@ class Optimum(PolicyBase):
             for job_id, allocation in allocations.items():
                 self._last[job_id] = (t, allocation)
 
-    def decide(self, obs: Observation) -> Decision:
+    def decide(self, obs: Observation) -> Allocations:
         if obs.time != self.data.slot_start(obs.slot):
             raise ValueError(
                 f"observation slot={obs.slot} time={obs.time!r}: expected the slot grid of the "

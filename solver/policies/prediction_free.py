@@ -34,8 +34,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from solver.job import Allocation
-from solver.observation import Decision, JobView, Observation
+from solver.job import Allocation, Allocations
+from solver.observation import JobView, Observation
 from solver.policies.base import PolicyBase
 from solver.policies.common import claim, fit_cap, on_demand, one_by_one, spot
 from solver.policies.routing import RULE
@@ -60,7 +60,7 @@ class PredictionFree(PolicyBase):
         self.sigma = sigma
         self.tolerance = tolerance
 
-    def decide(self, obs: Observation) -> Decision:
+    def decide(self, obs: Observation) -> Allocations:
         return one_by_one(obs, lambda view, left: self.decide_job(obs, view, left))
 
     def planner(self, job_id: str) -> str:

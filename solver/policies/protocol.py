@@ -9,7 +9,8 @@ from typing import Protocol, cast, runtime_checkable
 
 import numpy as np
 
-from solver.observation import Decision, Observation
+from solver.job import Allocations
+from solver.observation import Observation
 
 
 @runtime_checkable
@@ -18,7 +19,7 @@ class Policy(Protocol):
 
     name: str
 
-    def decide(self, obs: Observation) -> Decision:
+    def decide(self, obs: Observation) -> Allocations:
         """The allocations for the observation's jobs; a job left out runs nothing."""
         ...
 

@@ -21,8 +21,8 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from solver.job import Allocation
-from solver.observation import Decision, JobView, Observation
+from solver.job import Allocation, Allocations
+from solver.observation import JobView, Observation
 
 PlannerName = Literal["program", "window", "rule"]
 PROGRAM: PlannerName = "program"
@@ -187,7 +187,7 @@ class Composition:
         self.rule = rule
         self.router = Router(programs is not None, ranged_rule, chooser, only)
 
-    def decide(self, obs: Observation) -> Decision:
+    def decide(self, obs: Observation) -> Allocations:
         programs = self.programs
         routes = self.router.assign(
             obs, (lambda v: programs.plannable(obs, v)) if programs is not None else _never)

@@ -43,9 +43,9 @@ import numpy as np
 from solver.engine import Engine
 from solver.experts import LEARNERS, Exp3, Hedge, RegretTrace, Round
 from solver.forecast.tracking import combined_error
-from solver.job import Allocation, Job
+from solver.job import Allocation, Allocations, Job
 from solver.market import Market
-from solver.observation import Decision, JobView, Observation
+from solver.observation import JobView, Observation
 from solver.policies.base import PolicyBase
 from solver.policies.protocol import Policy, planner_of, planner_reason_of
 from solver.policies.spec import PolicySpec, format_pool, parse_pool
@@ -233,7 +233,7 @@ class PolicySelection(PolicyBase):
         self._assigned: dict[str, _Assignment] = {}  # live jobs, by the member playing them
         self._open: dict[str, _Assignment] = {}  # rounds the shadows have not settled
 
-    def decide(self, obs: Observation) -> Decision:
+    def decide(self, obs: Observation) -> Allocations:
         if not self._shadows:
             self._shadows = [Engine(obs.markets, obs.time, obs.slot_seconds, self._member(k))
                              for k in range(len(self.selector.pool))]

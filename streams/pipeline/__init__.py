@@ -9,7 +9,7 @@ both runners (:mod:`streams.runners`) execute them.
    epoch marker into every scheduler partition.
 3. :class:`~streams.pipeline.scheduler.PartitionScheduler` (one per job-events partition)
    drives a :class:`solver.engine.Engine` with its jobs' events, the forecasts and the epochs,
-   and answers provisioning decisions (:mod:`streams.pipeline.decisions`).
+   and answers provisioning decisions (:mod:`streams.pipeline.decision_encoder`).
 
 :mod:`streams.pipeline.declaration` says which topic feeds which stage and where each output
 goes. Every stage is a deterministic function of its partition's log, so rebuilding one from

@@ -41,7 +41,7 @@ from streams.contract import (
     parse_event,
     utc,
 )
-from streams.pipeline.decisions import DecidedSlot, release, run_or_idle
+from streams.pipeline.decision_encoder import DecidedSlot, release, run_or_idle
 from streams.pipeline.outlooks import PendingForecasts
 from streams.pipeline.stage import (
     Fault,

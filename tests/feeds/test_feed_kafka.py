@@ -30,7 +30,7 @@ from streams.contract import (
 from streams.kafka.clients import publish_job_events
 from streams.kafka.partitions import partition_for
 from streams.kafka.topics import ensure_topics
-from streams.pipeline.decisions import decision_rows
+from streams.pipeline.decision_encoder import allocation_rows
 from streams.pipeline.trace_events import submission, trace_events
 from streams.runners.memory import run_in_memory
 from tests.feeds.spot_history import SeededHistory
@@ -127,7 +127,7 @@ def test_aws_prices_reach_a_worker_and_a_restarted_feed_repeats_and_skips_nothin
 
     catalogue = tuple(changes)
     events = sorted(trace_events(trace, jobs), key=lambda e: not isinstance(e, JobSubmitted))
-    expected = decision_rows(run_in_memory(iter(events), catalogue, SLOT, "greedy"))
+    expected = allocation_rows(run_in_memory(iter(events), catalogue, SLOT, "greedy"))
     assert len(expected) > 20
     assert pipeline.wait_for_rows(expected) == expected
     decisions = [d for d in pipeline.decisions() if isinstance(d, ProvisioningDecision)

@@ -20,7 +20,7 @@ from solver.workload import WorkloadSpec, generate_jobs
 from streams.contract import DeadLetter, Envelope, ProvisioningDecision
 from streams.kafka.clients import read_events
 from streams.kafka.partitions import partition_for
-from streams.pipeline.decisions import decision_rows
+from streams.pipeline.decision_encoder import allocation_rows
 from streams.pipeline.trace_events import ReplayEvent, trace_events
 from streams.settings import Settings, Topics, env_name, write_catalogue
 
@@ -139,7 +139,7 @@ class Pipeline:
         deadline = time.monotonic() + timeout
         rows: list[tuple] = []
         while time.monotonic() < deadline:
-            rows = decision_rows(self.decisions())
+            rows = allocation_rows(self.decisions())
             if want <= set(rows):
                 return rows
             for process in self.workers:

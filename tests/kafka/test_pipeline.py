@@ -13,7 +13,7 @@ import pytest
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from streams.contract import JobSubmitted, PriceTick, dump_event
 from streams.kafka.clients import publish_replay
-from streams.pipeline.decisions import decision_rows
+from streams.pipeline.decision_encoder import allocation_rows
 from streams.settings import read_catalogue
 from tests.kafka.console import check_against_the_contract, console_records
 from tests.kafka.pipeline_harness import (
@@ -97,7 +97,7 @@ def test_invalid_events_are_dead_lettered_while_valid_ones_flow(pipelines, tmp_p
                             "hard_deadline"):
         assert expected_reason in reasons, reasons
     assert all(d.original() for d in letters)
-    assert decision_rows(pipeline.decisions()) == expected
+    assert allocation_rows(pipeline.decisions()) == expected
     # What the service wrote, as Kafka's console consumer shows it, against the schemas.
     for topic in (pipeline.topics.decisions, pipeline.topics.forecasts,
                   pipeline.topics.market_boundaries, pipeline.topics.dead_letters):

@@ -21,7 +21,7 @@ from deploy.kafka.devkafka import KafkaBroker, fetch_jars, kafka_home
 from solver.market import build_market_data
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from streams.contract import JobCancelled, JobSubmitted, parse_event
-from streams.pipeline.decisions import decision_rows
+from streams.pipeline.decision_encoder import allocation_rows
 from streams.settings import Settings
 from tests.kafka.pipeline_harness import REPO, SNAPSHOT_KEY, Pipeline, rows_from_jsonl
 from tests.kafka.tls import make_sasl_ssl
@@ -101,7 +101,7 @@ def test_every_client_works_with_credentials_and_never_shows_them(secure, tmp_pa
         shown = run(pipeline.env(), tmp_path, "decisions", "--json")
         outputs += [shown.stdout, shown.stderr]
         assert shown.returncode == 0, shown.stderr
-        assert decision_rows([parse_event(line) for line in shown.stdout.splitlines()]) == (
+        assert allocation_rows([parse_event(line) for line in shown.stdout.splitlines()]) == (
             expected)
         data = build_market_data(synthetic_ticks(SPEC), 3600.0)
         later = data.origin + 10 * 86_400

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from solver.forecast.models import MarketModels, Outlooks
-from solver.job import Allocation, Job
+from solver.job import Allocation, Allocations, Job
 from solver.market import Market, MarketData
-from solver.observation import Decision, Observation
+from solver.observation import Observation
 
 HOUR = 3600.0
 
@@ -56,7 +56,7 @@ class Scripted:
         self.table = table
         self.seen: list[Observation] = []
 
-    def decide(self, obs: Observation) -> Decision:
+    def decide(self, obs: Observation) -> Allocations:
         self.seen.append(obs)
         active = {v.id for v in obs.jobs}
         return {k: a for k, a in self.table.get(obs.slot, {}).items() if k in active}
@@ -70,7 +70,7 @@ class RandomPolicy:
     def __init__(self, seed: int) -> None:
         self.rng = np.random.default_rng(seed)
 
-    def decide(self, obs: Observation) -> Decision:
+    def decide(self, obs: Observation) -> Allocations:
         out = {}
         for view in obs.jobs:
             if self.rng.random() < 0.2:

@@ -32,7 +32,7 @@ from streams.contract.fields import (
     MIN_PRICE,
     MIN_THROUGHPUT,
 )
-from streams.pipeline.decisions import decision_rows
+from streams.pipeline.decision_encoder import allocation_rows
 from streams.pipeline.declaration import PipelineConfig
 from streams.pipeline.driver import is_stage_error
 from streams.pipeline.stage import first_boundary
@@ -61,7 +61,7 @@ def replay():
     messages = [(JOBS if e.type == "job_submitted" else TICKS, e.key.encode(), dump_event(e))
                 for e in trace_events(ticks, jobs)]
     pipeline = run(data, messages)
-    assert not pipeline.dead_letters and len(decision_rows(pipeline.decisions)) > 50
+    assert not pipeline.dead_letters and len(allocation_rows(pipeline.decisions)) > 50
     return data, messages, pipeline.decisions
 
 

@@ -17,7 +17,7 @@ from streams.contract import (
 from streams.contract.fields import iso
 from streams.kafka.partitions import partition_for
 from streams.pipeline.coordinator import EpochCoordinator
-from streams.pipeline.decisions import decision_rows
+from streams.pipeline.decision_encoder import allocation_rows
 from streams.pipeline.declaration import PipelineConfig
 from streams.pipeline.market_stage import MarketStage
 from streams.pipeline.scheduler import PartitionScheduler
@@ -51,7 +51,7 @@ BARE = ["on-demand", "spot-only", "greedy", "uniform-progress", "eager-failover"
 def test_streaming_stages_decide_exactly_like_the_simulator(market, policy):
     ticks, data, jobs = market
     streamed = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT, policy)
-    assert decision_rows(streamed) == simulated_rows(data, jobs, policy)
+    assert allocation_rows(streamed) == simulated_rows(data, jobs, policy)
 
 
 def test_partitions_plan_independently_like_separate_simulations(market):
@@ -64,7 +64,7 @@ def test_partitions_plan_independently_like_separate_simulations(market):
         for row in simulated_rows(data, [j for j in jobs if partition_for(j.id, 3) == p],
                                   "greedy")
     )
-    assert decision_rows(streamed) == expected
+    assert allocation_rows(streamed) == expected
 
 
 def test_every_job_gets_a_release_decision_when_it_leaves(market):
@@ -165,7 +165,7 @@ ONLINE_SPECS = [
 def test_online_policies_with_parameters_decide_in_memory_like_the_simulator(market, policy):
     ticks, data, jobs = market
     streamed = run_in_memory(trace_events(ticks, jobs), data.markets, SLOT, policy)
-    assert decision_rows(streamed) == simulated_rows(data, jobs, policy)
+    assert allocation_rows(streamed) == simulated_rows(data, jobs, policy)
 
 
 def test_every_registered_online_policy_is_covered_by_the_equivalence_tests():

@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry, Histogram
 from solver.engine import Engine
 from solver.policies import make_policy
 from streams.metrics import TimedPolicy
-from streams.pipeline.decisions import DecidedSlot, run_or_idle
+from streams.pipeline.decision_encoder import DecidedSlot, run_or_idle
 from tests.solver.evidence_markets import FLICKER, RELEASE, arriving_job, evidence_policy
 from tests.solver.helpers import flat_data
 

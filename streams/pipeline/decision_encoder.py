@@ -83,7 +83,7 @@ def _reason(allocation: Allocation) -> str:
     return "run " + " + ".join(parts)
 
 
-def decision_rows(decisions: Sequence[Envelope]) -> list[tuple[int, str, str, int, int]]:
+def allocation_rows(decisions: Sequence[Envelope]) -> list[tuple[int, str, str, int, int]]:
     """``(epoch, job, market, spot, on_demand)`` of the decisions that are not releases,
     sorted: the form in which an in-process replay and a pipeline run are compared."""
     return sorted(

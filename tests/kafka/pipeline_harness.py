@@ -14,15 +14,15 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaProducer
 
-from solver.market import Market, build_market_data
-from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from solver.workload import WorkloadSpec, generate_jobs
+from solver.market import Market
+from solver.synthetic import SyntheticMarketSpec
 from streams.contract import DeadLetter, Envelope, ProvisioningDecision
 from streams.kafka.clients import read_events
 from streams.kafka.partitions import partition_for
 from streams.pipeline.decision_encoder import allocation_rows
 from streams.pipeline.trace_events import ReplayEvent, trace_events
 from streams.settings import Settings, Topics, env_name, write_catalogue
+from tests.scenarios import synthetic
 
 REPO = Path(__file__).resolve().parents[2]
 SNAPSHOT_KEY = "test-snapshot-key-0123456789"
@@ -167,9 +167,9 @@ async def publish_raw(pipeline: Pipeline, messages: Iterable[tuple[str, str, byt
 
 def synthetic_events(spec: SyntheticMarketSpec, n_jobs: int) -> list[ReplayEvent]:
     """The events of a synthetic market and ``n_jobs`` jobs on it, as a replay sends them."""
-    ticks = synthetic_ticks(spec)
-    jobs = generate_jobs(build_market_data(ticks, 3600), n_jobs, WorkloadSpec(seed=spec.seed))
-    return list(trace_events(ticks, jobs))
+    market = synthetic(spec.seed, spec.n_markets, spec.days, n_jobs,
+                       tick_seconds=spec.tick_seconds)
+    return list(trace_events(market.ticks, market.jobs))
 
 
 def synthetic_expectation(pipeline: Pipeline, workdir: Path, spec: SyntheticMarketSpec,

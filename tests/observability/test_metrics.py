@@ -31,6 +31,7 @@ from streams.pipeline.driver import Batch, Handling
 from streams.pipeline.stage import Message, RejectedEvent, Rejection
 from streams.pipeline.trace_events import trace_events
 from streams.runners.memory import MemoryPipeline
+from tests.scenarios import synthetic
 from tests.streams.logged import logged
 
 H = 3600.0
@@ -110,8 +111,8 @@ def test_reason_kinds_and_epoch_lag():
 
 @pytest.fixture(scope="module")
 def market():
-    ticks = synthetic_ticks(SyntheticMarketSpec(seed=4, n_markets=2, days=3))
-    return ticks, build_market_data(ticks, H)
+    ticks, data, _ = synthetic(4, 2, 3, 0, slot=H)
+    return ticks, data
 
 
 def test_the_registry_follows_the_pipeline(market):

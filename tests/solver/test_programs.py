@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from solver.forecast.hazards import AGE_EDGES, HazardTable, age_bucket
+from solver.forecast.hazards import AGE_EDGES, HazardTable
 from solver.forecast.levels import LevelModel
 from solver.forecast.outlook import CapacityForecast, MarketOutlook
 from solver.job import Allocation
@@ -145,39 +145,23 @@ def test_one_market_is_the_single_market_program(counted_solves):
     assert {d % 1 for d in counted_solves} == {0.0}
 
 
-def test_the_first_decision_is_the_programs_best_action():
-    """At admission the job takes the cheapest action of a program solved on the same
-    forecasts (the single-market program, followed)."""
-    slots = 30
-    rng = np.random.default_rng(7)
-    data = flat_data(rng.uniform(0.8, 1.2, (1, slots)), rng.integers(0, 2, (1, slots)))
-    j = job(id="j", workload=12.0, release=4 * HOUR, soft=24 * HOUR, restart_overhead=360.0)
-    seen = []
-
-    class Recording(_ProgramsOnly):
-        def decide(self, obs):
-            out = super().decide(obs)
-            if self.decided[obs.slot] and not seen:
-                seen.append(obs)
-            return out
-
-    policy = Recording(12, 6.0)
+@pytest.mark.parametrize(("spot_now", "workload", "expected"), [
+    (1, 6.0, Allocation(0, spot=1)),  # slack to spare and spot at a third of on-demand: spot
+    (1, 23.9, Allocation(0, on_demand=1)),  # no slack for a restart: on-demand, spot or not
+    (0, 6.0, None),  # spot gone and a day of slack: wait for it rather than pay on-demand
+])
+def test_at_admission_a_job_takes_what_its_slack_and_the_market_now_allow(
+        spot_now, workload, expected):
+    """After a day of spot that comes and goes at a third of the on-demand price, a job due a
+    day after its release: its first program decides by its slack and the spot there now."""
+    slots = 60
+    availability = np.tile([1, 1, 1, 0], slots // 4)
+    availability[24] = spot_now
+    data = flat_data(np.full((1, slots), 1.0), availability)
+    j = job(workload=workload, release=24 * HOUR, soft=48 * HOUR, restart_overhead=360.0)
+    policy = _ProgramsOnly(solves=12, resolve_hours=6.0)
     simulate(data, [j], policy)
-    obs = seen[0]
-    view = obs.jobs[0]
-    left = (j.hard_deadline - obs.time) / HOUR
-    program = stochastic.SingleJob(left, left, 0.1, 1, 3.0, 1.0, 0.0, 0.0, 0.0)
-    on, price = DistributionForecast().transitions(obs, 0, round(left), 1)
-    slack = (j.hard_deadline - obs.time - j.workload * HOUR) / HOUR
-    solution = stochastic.solve(program, stochastic.SpotModel(on, price), slack)
-    run = obs.outlooks[0].run.at_boundary(bool(obs.availability_now[0])).age
-    q = solution.action_values(0, stochastic.IDLE, bool(obs.availability_now[0]),
-                               age_bucket(run), slack)
-    best = int(np.argmin(q))
-    assert np.isfinite(q[best])
-    expected = {stochastic.IDLE: None, stochastic.SPOT: Allocation(0, spot=1),
-                stochastic.ON_DEMAND: Allocation(0, on_demand=1)}[best]
-    assert policy.decided[obs.slot][view.id] == expected
+    assert policy.decided[24] == {"j": expected}
 
 
 @pytest.mark.parametrize("markets", [1, 3])

@@ -7,10 +7,7 @@ import pytest
 from pydantic import BaseModel
 
 from solver.forecast.outlook import MarketOutlook
-from solver.market import build_market_data
 from solver.policies import PolicySpec
-from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from solver.workload import WorkloadSpec, generate_jobs
 from streams.contract import (
     Envelope,
     EpochClosed,
@@ -26,6 +23,7 @@ from streams.pipeline.snapshot import pickle_state, restore, seal
 from streams.pipeline.trace_events import trace_events
 from streams.pipeline.written import MadeOutlooks, Newest, Written
 from streams.runners.memory import MemoryPipeline
+from tests.scenarios import synthetic
 
 SLOT = 3600.0
 
@@ -33,9 +31,7 @@ SLOT = 3600.0
 @pytest.fixture(scope="module")
 def market():
     """Three markets for four days, a tick every 15 minutes, and 12 short jobs."""
-    ticks = synthetic_ticks(SyntheticMarketSpec(seed=5, n_markets=3, days=4, tick_seconds=900))
-    data = build_market_data(ticks, SLOT)
-    return ticks, data, generate_jobs(data, 12, WorkloadSpec(seed=5, workload_range=(4.0, 12.0)))
+    return synthetic(5, 3, 4, 12, tick_seconds=900, slot=SLOT, workload_range=(4.0, 12.0))
 
 
 class Recorded(Newest):

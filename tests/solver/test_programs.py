@@ -29,8 +29,12 @@ def outlook(shares, persistence):
 
 
 def test_one_instance_plans_on_the_run_hazards_alone():
-    o = outlook([1.0, 1.0, 2.0], 0.8)
-    np.testing.assert_array_equal(o.transitions(1, 6), o.hazards.on_probability(1, 6))
+    """Any capacity is enough for one instance: how often the market offers more, and how
+    long it keeps a level, change nothing for it (and do for three)."""
+    shares, other = ([1.0, 1.0, 2.0], 0.8), ([4.0, 0.0, 0.5], 0.1)
+    np.testing.assert_array_equal(outlook(*shares).transitions(1, 6),
+                                  outlook(*other).transitions(1, 6))
+    assert not np.allclose(outlook(*shares).transitions(3, 6), outlook(*other).transitions(3, 6))
 
 
 @pytest.mark.parametrize(("persistence", "instances", "after_enough", "after_a_gap"), [

@@ -29,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from streams.cli.reports.evaluation import case_rows, forecast_rows  # noqa: E402
+from evaluation.reports.evaluation import case_rows, forecast_rows  # noqa: E402
 
 TRACES = os.environ.get("SPOTSCHED_TRACES_DIR", "../shared/traces")
 SIX_ZONES = f"{TRACES}/skynomad-artifact/aws_p3.2xlarge_availability_and_spot_price_" \

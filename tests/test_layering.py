@@ -1,8 +1,8 @@
 """The import graph keeps the layers apart, each package importing only those beneath it:
 
 - ``solver``: the model, the policies and the trace readers; pure, it imports only itself;
-- ``evaluation``: plays the solver's evaluation plans (executors, cache, progress); only the
-  solver beneath it;
+- ``evaluation``: plays the solver's evaluation plans (executors, cache, progress) and lays
+  out reports (tables, plots); only the solver beneath it;
 - ``streams``: the event contract (standing alone), the pipeline (the contract, the settings
   and the partitioner), its runners, the Kafka clients, metrics, settings and the command
   line, which alone may run evaluations;

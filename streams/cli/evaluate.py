@@ -142,13 +142,13 @@ def evaluate(
     from rich.console import Console
 
     from evaluation.cache import default_cache_dir
+    from evaluation.reports.evaluation import run_evaluation
     from evaluation.runner import EXECUTORS, Execution
     from solver.choices import one_of
     from solver.evaluation.evaluate import EvaluationSettings
     from solver.evaluation.resample import resample_availability
     from solver.evaluation.shapes import DEFAULT_SHAPES
     from solver.policies.forecast_sources import FORECAST_KINDS
-    from streams.cli.reports.evaluation import run_evaluation
 
     if cache_dir is None and not no_cache:
         cache_dir = default_cache_dir()

@@ -45,10 +45,10 @@ def forecast_report(
 
     The accuracy of the price and availability models per market and horizon, by progressive
     validation over the traces."""
+    from evaluation.reports.forecast import forecast_steps, run_forecast_report
     from solver.forecast import DEFAULT_AVAILABILITY_MODEL, DEFAULT_HORIZONS, DEFAULT_PRICE_MODEL
     from solver.market import build_market_data
     from streams.cli.progress import Steps
-    from streams.cli.reports.forecast import forecast_steps, run_forecast_report
 
     try:
         data = build_market_data(load_trace_files(trace, on_demand_price, prices), slot_seconds)

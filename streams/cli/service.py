@@ -272,7 +272,8 @@ def dead_letters(
 
 
 def _print_summary(counts: list[ReasonCount], where: str) -> None:
-    from streams.cli.reports.tables import add_key_column, add_number_columns, cell, report_table
+    from evaluation.reports.tables import add_key_column, add_number_columns, report_table
+    from streams.cli.reports.cells import cell
 
     table = report_table(f"{sum(c.count for c in counts):,} dead letters on {where} by reason "
                          "(times in UTC)")

@@ -8,7 +8,7 @@ import math
 import numpy as np
 from rich.console import Console
 
-from streams.cli.reports.forecast import run_forecast_report
+from evaluation.reports.forecast import run_forecast_report
 from tests.forecast.series import capacity, markets, step_prices
 
 

@@ -7,12 +7,12 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from evaluation.reports.shapes import shapes_tables
 from solver.evaluation import shapes
 from solver.evaluation.evaluate import CaseResult, PolicyStats
 from solver.evaluation.scenarios import build_cases
 from solver.evaluation.shape_calibration import CALIBRATION
 from streams.cli import app
-from streams.cli.reports.shapes import shapes_tables
 from tests.traces_dir import needs_traces, traces_dir
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from evaluation.reports.evaluation import case_table
+from evaluation.reports.forecast import run_forecast_report
 from solver.evaluation.compare import compare_policies
 from solver.evaluation.evaluate import CaseResult, PolicyStats
 from solver.market import build_market_data
@@ -17,8 +19,6 @@ from solver.policies.registry import POLICY_NAMES
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.traces.jobs_file import load_jobs
 from streams.cli.reports.decisions import decisions_table
-from streams.cli.reports.evaluation import case_table
-from streams.cli.reports.forecast import run_forecast_report
 from streams.cli.reports.replay_summary import jobs_table, summary_table
 from streams.pipeline.trace_events import trace_events
 from streams.runners.memory import run_in_memory

@@ -5,9 +5,9 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from evaluation.reports.evaluation import case_table, summary
 from solver.evaluation.evaluate import CaseResult, PolicyStats
 from streams.cli import app
-from streams.cli.reports.evaluation import case_table, summary
 from tests.scenarios import write_probe_trace
 
 

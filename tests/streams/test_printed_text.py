@@ -8,8 +8,8 @@ import io
 from rich.console import Console
 
 from connectors.log import describe
+from streams.cli.reports.cells import cell
 from streams.cli.reports.decisions import decisions_table
-from streams.cli.reports.tables import cell
 from streams.contract import ProvisioningDecision
 
 HOSTILE = "ok\x1b[2J\nINFO forged\x00\u202eevil"

@@ -13,11 +13,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from typer.testing import CliRunner
 
+from evaluation.reports.plotting import bar_panel
 from solver.market import SECONDS_PER_HOUR
 from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
 from solver.traces.jobs_file import load_jobs
 from streams.cli import app
-from streams.cli.reports.plotting import bar_panel
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

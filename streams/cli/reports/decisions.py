@@ -7,15 +7,15 @@ from collections.abc import Iterable, Sequence
 
 from rich.console import Console
 
-from solver.market import SECONDS_PER_HOUR
-from streams.cli.reports.tables import (
+from evaluation.reports.tables import (
     ReportTable,
     add_key_column,
     add_number_columns,
-    cell,
     first_fitting,
     report_table,
 )
+from solver.market import SECONDS_PER_HOUR
+from streams.cli.reports.cells import cell
 from streams.contract import ProvisioningDecision
 
 REASON_WIDTH = 30

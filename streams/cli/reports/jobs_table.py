@@ -9,14 +9,14 @@ from datetime import datetime
 
 from rich.console import Console
 
-from streams.cli.reports.tables import (
+from evaluation.reports.tables import (
     ReportTable,
     add_key_column,
     add_number_columns,
-    cell,
     first_fitting,
     report_table,
 )
+from streams.cli.reports.cells import cell
 from streams.pipeline.job_book import JobBook, JobView
 
 

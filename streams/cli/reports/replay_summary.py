@@ -13,20 +13,20 @@ from matplotlib.ticker import MaxNLocator
 from rich.markup import escape
 from rich.table import Table
 
-from solver.evaluation.compare import PolicySummary
-from solver.job import Job
-from solver.market import MarketData
-from solver.policies.spec import RECOMMENDED
-from solver.simulator import SimulationResult
-from solver.timefmt import iso_utc
-from streams.cli.reports.plotting import (
+from evaluation.reports.plotting import (
     as_dates,
     bar_panel,
     date_axis,
     legend_outside,
     save_figure,
 )
-from streams.cli.reports.tables import add_key_column, add_number_columns, report_table
+from evaluation.reports.tables import add_key_column, add_number_columns, report_table
+from solver.evaluation.compare import PolicySummary
+from solver.job import Job
+from solver.market import MarketData
+from solver.policies.spec import RECOMMENDED
+from solver.simulator import SimulationResult
+from solver.timefmt import iso_utc
 from streams.pipeline.stage import epoch_index
 
 RECOMMENDED_MARK = "*"

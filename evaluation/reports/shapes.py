@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from evaluation.reports.tables import ReportTable, keyed_table
 from solver.evaluation.evaluate import CaseResult
 from solver.evaluation.scenarios import Case
-from streams.cli.reports.tables import ReportTable, keyed_table
 
 
 def shapes_tables(cases: Sequence[Case], results: Sequence[CaseResult], title: str

@@ -18,6 +18,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from evaluation.reports.plotting import date_axis, legend_outside, save_figure
+from evaluation.reports.tables import add_key_column, add_number_columns, report_table
 from solver.forecast import (
     DEFAULT_AVAILABILITY_MODEL,
     DEFAULT_HORIZONS,
@@ -32,8 +34,6 @@ from solver.forecast import (
 )
 from solver.forecast.evaluation import check_horizons, mean_over_markets
 from solver.market import MarketData
-from streams.cli.reports.plotting import date_axis, legend_outside, save_figure
-from streams.cli.reports.tables import add_key_column, add_number_columns, report_table
 
 MODEL = "model"
 """The name the configured model is reported under, beside the baselines' names."""

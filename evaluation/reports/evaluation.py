@@ -13,6 +13,9 @@ from rich.console import Console
 from rich.table import Table
 
 from evaluation.cache import CellKeys, markets_digest
+from evaluation.reports.plotting import bar_panel, save_figure
+from evaluation.reports.shapes import shapes_tables
+from evaluation.reports.tables import add_number_columns, keyed_table, report_table
 from evaluation.runner import Execution, play_plan
 from solver.evaluation.cells import EvaluationPlan, ForecastValues
 from solver.evaluation.evaluate import (
@@ -27,9 +30,6 @@ from solver.evaluation.scenarios import CantBeLateSpec, Case, MultiRegionSpec, b
 from solver.evaluation.shapes import DEFAULT_SHAPES, ShapesSpec
 from solver.market import MarketTicks
 from solver.policies import PolicySpec
-from streams.cli.reports.plotting import bar_panel, save_figure
-from streams.cli.reports.shapes import shapes_tables
-from streams.cli.reports.tables import add_number_columns, keyed_table, report_table
 
 DEFAULT_TASKS = CantBeLateSpec()
 DEFAULT_MULTI_REGION = MultiRegionSpec()

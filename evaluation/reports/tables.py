@@ -7,10 +7,7 @@ from collections.abc import Sequence
 
 from rich import box
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.markup import escape
 from rich.table import Table
-
-from streams.contract.printable import printable
 
 
 class ReportTable(Table):
@@ -41,12 +38,6 @@ class ReportTable(Table):
             if total <= options.max_width:
                 return True
         return False
-
-
-def cell(text: str) -> str:
-    """Text from a message (an id, a reason) for a table cell: what is not printable written as
-    escapes (:func:`~streams.contract.printable.printable`), rich markup escaped."""
-    return escape(printable(text))
 
 
 def report_table(title: str | None = None, caption: str | None = None) -> ReportTable:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver.policies import check_spec, make_policy, policy_class, policy_classes
+from solver.policies import check_spec, make_policy, policy_class, policy_classes, registry
 from solver.policies.protocol import PlannerNamer, Policy, SettlementObserver
 from solver.policies.spec import PolicySpec
 from solver.simulator import simulate
@@ -198,3 +198,37 @@ def test_a_policy_pickled_mid_run_carries_on_exactly(name, scenario):
         if isinstance(restored, SettlementObserver):
             restored.observe_settled(obs.price_history[:, -1], obs.availability_history[:, -1])
         assert dict(restored.decide(obs)) == answer
+
+
+ADDED = ("spot-when-cheap", "tests.solver.example_policy:SpotWhenCheap")
+"""A policy added as one is: its module, and its line in the registry."""
+
+
+def contract(name):
+    """Every check above of the policy spec ``name``."""
+    test_every_policy_meets_the_protocol_under_its_name(name)
+    test_parameters_repr_and_clones_come_from_the_init_signature(name)
+    test_answers_keep_counts_allowed_markets_caps_and_the_spot_the_boundary_shows(name=name)
+    test_same_inputs_give_the_same_plan(name=name)
+    test_a_policy_pickled_mid_run_carries_on_exactly(name=name)
+
+
+def test_a_policy_added_by_its_module_and_a_registry_line_is_built_checked_and_held_to_the_contract(
+        monkeypatch):
+    monkeypatch.setattr(registry, "REGISTERED", (*registry.REGISTERED, ADDED))
+    assert check_spec("spot-when-cheap:share=0.5").kwargs == {"share": 0.5}
+    with pytest.raises(ValueError, match=r"share=2\.0: expected a fraction"):
+        check_spec("spot-when-cheap:share=2")
+    with pytest.raises(ValueError, match=r"spot-when-cheap:.*limit"):
+        check_spec("spot-when-cheap:limit=1")
+    for params in policy_class("spot-when-cheap").quick:
+        contract(str(PolicySpec.of("spot-when-cheap", **params)))
+
+
+def test_the_contract_refuses_a_policy_that_asks_for_spot_the_boundary_does_not_show(
+        monkeypatch):
+    over_asking = ("over-asking", "tests.solver.example_policy:OverAsking")
+    monkeypatch.setattr(registry, "REGISTERED", (*registry.REGISTERED, over_asking))
+    # the check that fails: all the spot asked per market within what the boundary shows
+    with pytest.raises(AssertionError, match=r"(?s)False = all\(.*_the_spot_the_boundary_shows"):
+        contract("over-asking")

@@ -223,17 +223,20 @@ class StochasticPlanner:
         obs = at.obs
         budget = self.solves
         due: set[str] = set()
-        stale: list[tuple[int, int, str, int]] = []
+        stale: list[tuple[int, int, JobView]] = []
         for order, view in enumerate(obs.jobs):
             if not self._covers(at, view):
                 due.add(view.id)
             elif self._stale(obs, view):
-                units = self._units(at, view, len(at.usable(view)))
-                stale.append((self._programs[view.id].solved_at, order, view.id, units))
-        for _, _, job_id, units in sorted(stale):
+                stale.append((self._programs[view.id].solved_at, order, view))
+        stale.sort(key=lambda entry: entry[:2])
+        for _, _, view in stale:
+            if budget <= 0:  # every job takes at least one of the solves
+                break
+            units = self._units(at, view, len(at.usable(view)))
             if units <= budget or budget == self.solves:
                 budget -= units
-                due.add(job_id)
+                due.add(view.id)
         return due
 
     def _units(self, at: _Boundary, view: JobView, usable: int) -> int:

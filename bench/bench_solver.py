@@ -3,6 +3,7 @@ per-slot decisions at 10, 100, 1,000 and 10,000 concurrent jobs, against Greedy'
 the same process, and the offline programs at growing sizes.
 
     python bench/bench_solver.py [--slots 20] [--quick]
+    python bench/bench_solver.py --multi-market [--jobs 1000] [--markets 30] [--slots 20]
 
 Markets come from :mod:`solver.synthetic` (4 markets, hourly slots, forecasters trained on its
 first week), jobs from :mod:`solver.workload`, all released at the first timed slot so that
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import sys
 import time
 
 import numpy as np
@@ -83,9 +85,12 @@ def bench_own_markets(slots: int) -> None:
 def bench_multi_market(slots: int, n_jobs: int, n_markets: int) -> None:
     """Fixed-count jobs each allowed in every one of ``n_markets`` markets (the synthetic zones
     with two instance types), all planned by the multi-market programs (``risk-aware`` routes
-    jobs that share markets to the threshold rule, so the planner is timed alone): the per-slot
-    time once they are admitted (their first programs, solved at admission, untimed), re-solves
-    included (every six hours, at most the per-slot solve budget)."""
+    jobs that share markets to the threshold rule, so the planner is timed alone): the time of
+    admission (every job's first programs), then the per-slot time, re-solves included (every
+    six hours, at most the per-slot solve budget), against the target of a p99 under 1 s. The
+    markets' outlooks are made before the clock starts (the forecasters make them once per
+    boundary for every policy); a job leaves the observations once its hard deadline has
+    passed (the jobs never run here, and a job past it would be done or given up)."""
     ticks = []
     for seed in range(math.ceil(n_markets / 8)):  # the generator has 8 zones: other types
         kind = f"p3.{seed}xlarge"
@@ -98,25 +103,36 @@ def bench_multi_market(slots: int, n_jobs: int, n_markets: int) -> None:
     jobs = [dataclasses.replace(j, release=start) for j in
             generate_jobs(later, n_jobs, WorkloadSpec(seed=0, n_min_share=1.0))]
     outlooks = tape(data)
-    observations = [observation(data, jobs, t, outlooks)
+    started = time.perf_counter(), time.process_time()
+    outlooks[WARM_SLOTS + slots].ready()
+    made = time.perf_counter() - started[0], time.process_time() - started[1]
+    observations = [observation(data, [j for j in jobs if j.hard_deadline > data.slot_start(t)],
+                                t, outlooks)
                     for t in range(WARM_SLOTS, WARM_SLOTS + slots + 1)]
     planner = StochasticPlanner(DistributionForecast(), resolve_hours=6.0, window_hours=None,
                                 solves=12)
-    admitted = time.process_time()
+    print(f"\n{n_jobs} fixed-count jobs, each allowed in all {n_markets} markets, planned by "
+          f"the multi-market programs", flush=True)
+    print(f"  outlooks (untimed below): {WARM_SLOTS + slots + 1} boundaries in {made[0]:.1f} s "
+          f"wall, {made[1]:.1f} s CPU, {made[0] / (WARM_SLOTS + slots + 1):.3f} s a boundary")
+    started = time.perf_counter(), time.process_time()
     planner.plan(observations[0])
-    admitted = time.process_time() - admitted
+    print(f"  admission {time.perf_counter() - started[0]:.1f} s wall, "
+          f"{time.process_time() - started[1]:.1f} s CPU; then per slot over {slots} slots:",
+          flush=True)
     wall, cpu = [], []
-    for obs in observations[1:]:
+    for k, obs in enumerate(observations[1:], 1):
         started = time.perf_counter(), time.process_time()
         planner.plan(obs)
         wall.append(time.perf_counter() - started[0])
         cpu.append(time.process_time() - started[1])
-    print(f"\n{n_jobs} fixed-count jobs, each allowed in all {n_markets} markets, planned by "
-          f"the multi-market programs: admission {admitted:.1f} s of CPU; then per slot over "
-          f"{slots} slots:")
+        print(f"  slot {k}/{slots}: {wall[-1]:.3f} s", end="\r", file=sys.stderr, flush=True)
     for name, times in (("wall", np.array(wall)), ("CPU", np.array(cpu))):
         p50, p99 = np.percentile(times, [50, 99])
         print(f"  {name:>4} p50 {p50:.3f} s, p99 {p99:.3f} s, max {times.max():.3f} s")
+    p99 = float(np.percentile(wall, 99))
+    print(f"  target: wall p99 {p99:.3f} s {'<' if p99 < 1.0 else '>='} 1 s per slot: "
+          f"{'met' if p99 < 1.0 else 'missed'}")
 
 
 def time_planners(data: MarketData, outlooks: OutlookTape, jobs: list[Job], slots: int
@@ -174,14 +190,19 @@ def main() -> None:
     parser.add_argument("--slots", type=int, default=20, help="re-solves timed per size")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     parser.add_argument("--multi-market", action="store_true",
-                        help="only the multi-market planner at 1,000 jobs over 16 markets")
+                        help="only the multi-market planner (--jobs over --markets)")
+    parser.add_argument("--jobs", type=int, default=1000,
+                        help="jobs of the multi-market planner (100 with --quick)")
+    parser.add_argument("--markets", type=int, default=30,
+                        help="markets every job of the multi-market planner may use")
     args = parser.parse_args()
+    jobs = 100 if args.quick else args.jobs
     if args.multi_market:
-        bench_multi_market(args.slots, 100 if args.quick else 1000, 16)
+        bench_multi_market(args.slots, jobs, args.markets)
         return
     bench_planners(args.slots, (10, 100) if args.quick else (10, 100, 1000, 10000))
     bench_own_markets(args.slots)
-    bench_multi_market(args.slots, 100 if args.quick else 1000, 16)
+    bench_multi_market(args.slots, jobs, args.markets)
     bench_offline(args.quick)
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numba import njit
@@ -138,6 +139,11 @@ class Solution:
     def max_slack(self) -> float:
         return self.offset + (int(self.values.shape[3]) - 1) * self.step
 
+    @cached_property
+    def _packed(self) -> np.ndarray:
+        """The job and grid as the compiled functions read them."""
+        return _params(self.job, self.step, self.offset)
+
     def action_values(self, t: int, mode: int, capacity: bool, bucket: int, slack: float,
                       owed: float = 0.0) -> np.ndarray:
         """Expected cost-to-go of idle, spot and on-demand at slot ``t`` (``inf`` where not
@@ -146,7 +152,7 @@ class Solution:
         if not 0 <= t < self.slots:
             raise ValueError(f"t={t!r}: expected a slot in 0..{self.slots - 1}")
         out = np.empty(3)
-        _q(self.values, self.model.on, self.model.price, _params(self.job, self.step, self.offset),
+        _q(self.values, self.model.on, self.model.price, self._packed,
            AGE_ADVANCE, t, state_index(mode, capacity, self.job.overhead, owed), bucket,
            slack, out)
         return out

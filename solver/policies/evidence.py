@@ -6,14 +6,15 @@ several, a market shared with another active job or not). When a job of a class 
 the class has no choice yet, or its choice is older than ``cadence_hours`` of market time, the
 chooser replays the class's active jobs (:func:`replayed`: what is left of each, its deadlines
 shrunk onto the replay when they reach further) over the last ``history_hours`` of closed
-slots the policy has seen (at least :data:`MIN_HISTORY_SHARE` of them), once under each
-candidate planner (every job of the replay routed to it), with the project's simulator, the
-forecasters first learning up to ``warmup_hours`` of closed slots before the replay. The
-planner of the highest total utility is chosen, but the class keeps its incumbent (its last
-choice, else the fallback) unless the winner beats it by more than ``margin`` of the replayed
-jobs' on-demand bill. Only closed slots are read, so a choice never depends on a later price;
-the simulator is deterministic, so the same history gives the same choice. With too little
-history a job gets the route the caller falls back on (the routing table's), and says so.
+slots the policy can see (the observation's past before its first slot included; at least
+:data:`MIN_HISTORY_SHARE` of them), once under each candidate planner (every job of the replay
+routed to it), with the project's simulator, the forecasters first learning up to
+``warmup_hours`` of closed slots before the replay. The planner of the highest total utility is
+chosen, but the class keeps its incumbent (its last choice, else the fallback) unless the
+winner beats it by more than ``margin`` of the replayed jobs' on-demand bill. Only closed slots
+are read, so a choice never depends on a later price; the simulator is deterministic, so the
+same history gives the same choice. With too little history a job gets the route the caller
+falls back on (the routing table's), and says so.
 """
 
 from __future__ import annotations
@@ -104,8 +105,8 @@ class EvidenceChooser:
         """The planner of ``view``'s job, newly admitted, among ``candidates`` (``fallback``
         while too little history is closed), and why."""
         cls = job_class(obs, view)
-        if obs.slot < _slots(self.history_hours * MIN_HISTORY_SHARE, obs.slot_seconds):
-            return fallback, (f"routes: {obs.slot * obs.slot_hours:g} h of history, a "
+        if obs.closed < _slots(self.history_hours * MIN_HISTORY_SHARE, obs.slot_seconds):
+            return fallback, (f"routes: {obs.closed * obs.slot_hours:g} h of history, a "
                               f"backtest needs {self.history_hours * MIN_HISTORY_SHARE:g} h")
         held = self.choices.get(cls)
         fresh = held is not None and (
@@ -119,7 +120,7 @@ class EvidenceChooser:
                   candidates: Sequence[PlannerName], incumbent: PlannerName) -> Choice:
         jobs = [v for v in obs.jobs if (v.id == view.id or job_class(obs, v) == cls)
                 and v.job.hard_deadline > obs.time and v.remaining > 0]
-        data, models = _recent(obs, min(obs.slot, _slots(self.history_hours, obs.slot_seconds)),
+        data, models = _recent(obs, min(obs.closed, _slots(self.history_hours, obs.slot_seconds)),
                                _slots(self.warmup_hours, obs.slot_seconds))
         end = data.slot_start(data.n_slots)
         replays = [replayed(v, data.origin, end, obs.time) for v in jobs]
@@ -145,16 +146,13 @@ def _slots(hours: float, slot_seconds: float) -> int:
 
 def _recent(obs: Observation, history: int, warmup: int) -> tuple[MarketData, MarketModels]:
     """The last ``history`` closed slots as market data, and forecasters that learned the up to
-    ``warmup`` closed slots before them."""
-    first = obs.slot - history
+    ``warmup`` closed slots before them (the observation's past included)."""
+    price, availability = obs.closed_slots(history + warmup)
+    first = price.shape[1] - history
     origin = obs.time - history * obs.slot_seconds
     data = MarketData.from_slots(obs.markets, origin, obs.slot_seconds,
-                                 obs.price_history[:, first:], obs.availability_history[:, first:])
-    start = max(0, first - warmup)
-    models = MarketModels(len(obs.markets), origin - (first - start) * obs.slot_seconds,
-                          obs.slot_seconds)
-    for s in range(start, first):
-        models.learn(obs.price_history[:, s], obs.availability_history[:, s])
+                                 price[:, first:], availability[:, first:])
+    models = MarketModels(len(obs.markets), origin - first * obs.slot_seconds, obs.slot_seconds)
+    for s in range(first):
+        models.learn(price[:, s], availability[:, s])
     return data, models
-
-

@@ -12,13 +12,12 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from connectors.holding import Holding
 from solver.job import Job
-from solver.market import MarketData, MarketTicks, build_market_data
-from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from solver.workload import WorkloadSpec, generate_jobs
+from solver.market import MarketData, MarketTicks
 from streams.contract import Envelope, ProvisioningDecision, dump_event, parse_event
 from streams.pipeline.trace_events import trace_events
 from streams.runners.memory import run_in_memory
 from streams.settings import Settings
+from tests.scenarios import synthetic
 
 SLOT = 3600.0
 MARKET = "aws/us-east-1/us-east-1a/p3.2xlarge"
@@ -58,10 +57,8 @@ class Replay:
 def replay(seed: int = 2, n_markets: int = 3, days: float = 3, n_jobs: int = 6,
            policy: str = "greedy", workload_range: tuple[float, float] = (4.0, 24.0),
            tick_seconds: float = 300.0) -> Replay:
-    ticks = synthetic_ticks(SyntheticMarketSpec(seed=seed, n_markets=n_markets, days=days,
-                                                tick_seconds=tick_seconds))
-    data = build_market_data(ticks, SLOT)
-    jobs = generate_jobs(data, n_jobs, WorkloadSpec(seed=seed, workload_range=workload_range))
+    ticks, data, jobs = synthetic(seed, n_markets, days, n_jobs, tick_seconds, SLOT,
+                                  workload_range=workload_range)
     return Replay(ticks, data, jobs, policy)
 
 

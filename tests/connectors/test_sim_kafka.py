@@ -11,16 +11,15 @@ import time
 
 import pytest
 
-from solver.market import build_market_data
 from solver.policies import make_policy
 from solver.simulator import simulate
-from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from solver.workload import WorkloadSpec, generate_jobs
+from solver.synthetic import SyntheticMarketSpec
 from streams.contract import AvailabilityTick, JobFinished, JobProgress
 from streams.kafka.clients import publish_replay
 from streams.pipeline.trace_events import trace_events
 from tests.connectors.helpers import SLOT, read_all
 from tests.kafka.pipeline_harness import Pipeline
+from tests.scenarios import synthetic
 
 pytestmark = pytest.mark.kafka
 
@@ -29,9 +28,8 @@ N_JOBS = 5
 
 
 def test_a_replay_runs_closed_loop_through_the_scheduler_and_the_sim(kafka_bootstrap, tmp_path):
-    ticks = synthetic_ticks(SPEC)
-    data = build_market_data(ticks, SLOT)
-    jobs = generate_jobs(data, N_JOBS, WorkloadSpec(seed=SPEC.seed, workload_range=(4, 16)))
+    ticks, data, jobs = synthetic(SPEC.seed, SPEC.n_markets, SPEC.days, N_JOBS, slot=SLOT,
+                                  workload_range=(4, 16))
     expected = simulate(data, jobs, make_policy("greedy"))
     completed = {r.job_id for r in expected.jobs if r.completion is not None}
     pipeline = Pipeline(kafka_bootstrap, tmp_path, tuple(t.market for t in ticks),

@@ -17,6 +17,16 @@ from solver.forecast import (
     SeasonalNaive,
     SnarimaxPrice,
 )
+from solver.market import Market, MarketData
+
+
+def markets(price, availability, slot_seconds: float = 3600.0) -> MarketData:
+    """Market data of ``price`` and ``availability`` series (a row per zone), from time 0."""
+    price = np.atleast_2d(np.asarray(price, float))
+    zones = [Market("aws", "us-east-1", f"us-east-1{z}", "p3.2xlarge", 3.06) for z in "abcdef"]
+    return MarketData.from_slots(zones[: price.shape[0]], 0.0, slot_seconds, price,
+                                 np.atleast_2d(np.asarray(availability, int)))
+
 
 PRICE_FORECASTERS: dict[str, Callable[[], Forecaster]] = {
     "learned-drift": LearnedDrift,

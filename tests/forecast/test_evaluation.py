@@ -17,17 +17,9 @@ from solver.forecast import (
     forecast_from,
     market_factory,
 )
-from solver.market import Market, MarketData
-from tests.forecast.series import capacity, step_prices
+from tests.forecast.series import capacity, markets, step_prices
 
 SEASON = Seasonality(24, 0)
-
-
-def markets(price, availability, slot_seconds: float = 3600.0) -> MarketData:
-    price = np.atleast_2d(np.asarray(price, float))
-    zones = [Market("aws", "us-east-1", f"us-east-1{z}", "p3.2xlarge", 3.06) for z in "abcdef"]
-    return MarketData.from_slots(zones[: price.shape[0]], 0.0, slot_seconds, price,
-                                 np.atleast_2d(np.asarray(availability, int)))
 
 
 def test_persistence_scores_by_hand():

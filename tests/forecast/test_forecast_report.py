@@ -9,8 +9,7 @@ import numpy as np
 from rich.console import Console
 
 from streams.cli.reports.forecast import run_forecast_report
-from tests.forecast.series import capacity, step_prices
-from tests.forecast.test_evaluation import markets
+from tests.forecast.series import capacity, markets, step_prices
 
 
 def test_report_has_the_documented_shape_and_writes_json_and_plots(tmp_path):

@@ -33,7 +33,7 @@ from tests.kafka.pipeline_harness import (
     wait_for,
 )
 from tests.kafka_fixture import TopicFactory
-from tests.streams.test_snapshot import RunsACommand
+from tests.streams.snapshot_runs import RunsACommand
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 

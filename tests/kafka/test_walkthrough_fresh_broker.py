@@ -18,7 +18,7 @@ import pytest
 
 from deploy.kafka.devkafka import KafkaBroker, fetch_jars, kafka_home
 from tests.kafka.pipeline_harness import Pipeline
-from tests.kafka.test_walkthrough import Walkthrough, walkthrough
+from tests.kafka.walkthrough import Walkthrough, walkthrough
 from tests.traces_dir import needs_traces
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow, needs_traces]

@@ -36,6 +36,17 @@ def job(id="j", workload=4.0, release=0.0, soft=10 * HOUR, hard=None, **kw) -> J
                hard_deadline=soft if hard is None else hard, **kw)
 
 
+def crowded():
+    """``first`` goes first in priority order (earlier hard deadline) and alone would take the
+    cheapest spot, in market 0, that ``second`` (market 0 only) needs; the best plan puts
+    ``first`` on market 1."""
+    data = flat_data([[0.5, 0.6, 0.5], [0.55, 2.0, 2.0]], [[1, 1, 0], [1, 0, 0]])
+    first = job("first", workload=1.0, soft=2 * HOUR, value=10.0, miss_penalty=10.0)
+    second = job("second", workload=2.0, soft=3 * HOUR, value=20.0, miss_penalty=20.0,
+                 allowed_markets=(data.markets[0].key,))
+    return data, [first, second]
+
+
 class Scripted:
     """Answers from a fixed table ``{slot: {job_id: Allocation}}`` and records what it saw."""
 

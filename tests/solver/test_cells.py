@@ -7,7 +7,7 @@ from solver.evaluation.cells import Cell, EvaluationPlan, play_cell, run
 from solver.evaluation.evaluate import EvaluationSettings
 from solver.evaluation.scenarios import CantBeLateSpec, cant_be_late_cases, trainings
 from solver.policies import PolicySpec
-from tests.solver.test_scenarios import probe_ticks
+from tests.scenarios import probe_ticks
 
 SMALL_CBL = CantBeLateSpec(tasks=((2.0, 3.0),), overheads_hours=(0.02, 0.2), window_ticks=80)
 

@@ -4,7 +4,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solver.job import Allocation
-from solver.market import build_market_data
 from solver.policies import make_policy
 from solver.policies.chc import CommittedHorizonControl
 from solver.policies.forecast_sources import (
@@ -13,31 +12,9 @@ from solver.policies.forecast_sources import (
     OracleForecast,
 )
 from solver.simulator import simulate
-from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from solver.workload import WorkloadSpec, generate_jobs
 from tests.properties import examples
+from tests.scenarios import scenarios, synthetic
 from tests.solver.helpers import HOUR, flat_data, job
-
-
-@st.composite
-def scenarios(draw):
-    n_markets = draw(st.integers(1, 2))
-    n_slots = draw(st.integers(4, 10))
-    size = n_markets * n_slots
-    price = draw(st.lists(st.floats(0.2, 2.5), min_size=size, max_size=size))
-    avail = draw(st.lists(st.integers(0, 3), min_size=size, max_size=size))
-    data = flat_data(np.reshape(price, (n_markets, n_slots)),
-                     np.reshape(avail, (n_markets, n_slots)))
-    jobs = []
-    for k in range(draw(st.integers(1, 3))):
-        release = draw(st.integers(0, n_slots - 2)) * HOUR
-        hard = draw(st.integers(int(release // HOUR) + 1, n_slots)) * HOUR
-        n_max = draw(st.integers(1, 3))
-        jobs.append(job(f"j{k}", workload=draw(st.floats(0.2, 6.0)), release=release,
-                        soft=hard, n_min=draw(st.integers(1, n_max)), n_max=n_max, value=20.0,
-                        miss_penalty=10.0,
-                        restart_overhead=draw(st.sampled_from([0.0, 300.0, 4000.0]))))
-    return data, jobs
 
 
 def _within_capacity(result, data):
@@ -69,11 +46,9 @@ def test_the_integer_window_program_respects_counts_and_availability(scenario):
     assert all(r.refusals == 0 and r.preemptions == 0 for r in result.jobs)
 
 
-def _generated(seed, days=2.0, n_jobs=1, n_max=(1,)):
-    data = build_market_data(
-        synthetic_ticks(SyntheticMarketSpec(seed=seed, n_markets=2, days=days)), 3600)
-    jobs = generate_jobs(data, n_jobs, WorkloadSpec(seed=seed, workload_range=(4, 12),
-                                                    n_max_choices=n_max))
+def _generated(seed, n_jobs=1, n_max=(1,)):
+    _, data, jobs = synthetic(seed, n_markets=2, days=2.0, n_jobs=n_jobs,
+                              workload_range=(4, 12), n_max_choices=n_max)
     return data, jobs
 
 
@@ -147,10 +122,12 @@ def test_receding_horizon_follows_each_plan_while_averaging_blends_them():
 
 
 @pytest.mark.parametrize("kind", ["distribution", "point"])
-def test_learned_forecasts_feed_chc_from_the_shared_outlooks(kind):
+def test_on_learned_forecasts_chc_meets_the_deadlines_for_less_than_on_demand(kind):
     data, jobs = _generated(2, n_jobs=2, n_max=(1, 2))
     result = simulate(data, jobs, make_policy("chc", forecast=kind, window_hours=6))
+    on_demand = simulate(data, jobs, make_policy("on-demand"))
     assert all(r.hard_deadline_met for r in result.jobs)
+    assert result.total_cost < on_demand.total_cost
 
 
 @pytest.mark.parametrize(
@@ -165,12 +142,17 @@ def test_learned_forecasts_feed_chc_from_the_shared_outlooks(kind):
     ],
 )
 def test_bad_parameters_are_rejected(params, message):
-    data = flat_data([[1.0] * 4], [[1] * 4])
     with pytest.raises(ValueError, match=message):
         make_policy("chc", **params)
+
+
+def test_by_default_chc_plans_on_the_distribution_forecast():
     assert isinstance(CommittedHorizonControl().source, DistributionForecast)
+
+
+def test_a_noisy_oracle_refuses_a_flip_probability_above_one():
     with pytest.raises(ValueError, match="flip=2"):
-        NoisyOracleForecast(data, flip=2)
+        NoisyOracleForecast(flat_data([[1.0] * 4], [[1] * 4]), flip=2)
 
 
 def test_a_commitment_longer_than_the_window_is_rejected_at_the_first_slot():

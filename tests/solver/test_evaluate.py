@@ -21,7 +21,7 @@ from solver.optimize.competition import competing_groups
 from solver.policies.optimum import Optimum
 from solver.policies.selection import DEFAULT_POOL
 from solver.workload import WorkloadSpec
-from tests.solver.test_scenarios import probe_ticks
+from tests.scenarios import probe_ticks
 from tests.traces_dir import needs_traces, traces_dir
 
 SMALL_CBL = CantBeLateSpec(tasks=((2.0, 3.0),), overheads_hours=(0.2,), window_ticks=80)

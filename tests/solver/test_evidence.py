@@ -1,7 +1,6 @@
 """The planner chosen on the market's own evidence: the backtest's best planner, on closed
 slots only, the same every run, and said in the decision."""
 
-import numpy as np
 import pytest
 
 from solver.engine import Engine
@@ -12,29 +11,15 @@ from solver.policies.evidence import EvidenceChooser, job_class
 from solver.policies.risk_aware import RiskAware
 from solver.policies.routing import PROGRAM, RULE
 from solver.simulator import simulate
+from tests.solver.evidence_markets import (
+    COSTLY_RESTARTS,
+    FLICKER,
+    RELEASE,
+    SLOTS,
+    arriving_job,
+    evidence_policy,
+)
 from tests.solver.helpers import HOUR, flat_data, job
-
-SLOTS = 48
-RELEASE = 24
-"""Each market runs 48 hourly slots; the job arrives after 24 of them, which the backtest
-replays."""
-
-FLICKER = (np.full((1, SLOTS), 1.0), np.array([[t % 2 for t in range(SLOTS)]]), 0.0)
-"""Cheap spot every other hour and no restart overhead: taking spot whenever it shows up (the
-rule) beats planning on it."""
-COSTLY_RESTARTS = (np.full((1, SLOTS), 2.5), np.array([[(t // 6) % 2 for t in range(SLOTS)]]),
-                   1800.0)
-"""Spot at 2.5 of 3.0 USD/h in 6 h runs and a half-hour restart: the rule's restarts cost more
-than spot saves; the program keeps on-demand."""
-
-
-def _job(overhead):
-    return job("j", workload=16.0, release=RELEASE * HOUR, soft=SLOTS * HOUR, value=0.0,
-               restart_overhead=overhead)
-
-
-def _policy():
-    return RiskAware(choose="evidence", backtest_hours=24.0, window_hours=12.0, margin=0.02)
 
 
 class Watch:
@@ -58,7 +43,7 @@ def _backtests(price, availability, overhead):
     history = flat_data(price[:, :RELEASE], availability[:, :RELEASE])
     replay = job("j", workload=16.0, release=0.0, soft=RELEASE * HOUR, value=0.0,
                  restart_overhead=overhead)  # its 24 h to the deadline fit in the replay
-    return {p: simulate(history, [replay], _policy().routed_to(p)).total_utility
+    return {p: simulate(history, [replay], evidence_policy().routed_to(p)).total_utility
             for p in ("program", "window", "rule")}
 
 
@@ -68,8 +53,8 @@ def test_the_planner_the_backtest_shows_best_is_chosen_and_named_with_its_reason
     scores = _backtests(price, availability, overhead)
     assert max(scores, key=lambda p: scores[p]) == best  # the market is as constructed
     assert scores[best] > min(scores.values()) + 1.0
-    watch = Watch(_policy())
-    result = simulate(flat_data(price, availability), [_job(overhead)], watch)
+    watch = Watch(evidence_policy())
+    result = simulate(flat_data(price, availability), [arriving_job(overhead)], watch)
     planner, reason = watch.routed
     assert planner == best
     assert reason.startswith("evidence: fixed-count single-market unshared jobs")
@@ -88,8 +73,8 @@ def test_the_choice_uses_no_future_slot():
     later_availability[:, RELEASE + 1:] = 1 - later_availability[:, RELEASE + 1:]
     runs = []
     for p, a in ((price, availability), (later_price, later_availability)):
-        watch = Watch(_policy())
-        result = simulate(flat_data(p, a), [_job(overhead)], watch)
+        watch = Watch(evidence_policy())
+        result = simulate(flat_data(p, a), [arriving_job(overhead)], watch)
         runs.append((watch.routed, [d for d in result.decisions if d[0] <= RELEASE]))
     assert runs[0] == runs[1]
     assert runs[0][1]  # the job was decided at its arrival
@@ -99,8 +84,8 @@ def test_the_same_market_gives_the_same_choice_and_plan():
     price, availability, overhead = COSTLY_RESTARTS
     runs = []
     for _ in range(2):
-        watch = Watch(_policy())
-        result = simulate(flat_data(price, availability), [_job(overhead)], watch)
+        watch = Watch(evidence_policy())
+        result = simulate(flat_data(price, availability), [arriving_job(overhead)], watch)
         runs.append((watch.routed, result.decisions))
     assert runs[0] == runs[1]
 
@@ -108,7 +93,7 @@ def test_the_same_market_gives_the_same_choice_and_plan():
 def test_too_little_history_keeps_the_routing_table_and_says_so():
     price, availability, _ = FLICKER
     early = job("j", workload=4.0, release=2 * HOUR, soft=SLOTS * HOUR, value=0.0)
-    watch = Watch(_policy())
+    watch = Watch(evidence_policy())
     simulate(flat_data(price, availability), [early], watch)
     assert watch.routed == (PROGRAM, "routes: 2 h of history, a backtest needs 6 h")
 
@@ -192,8 +177,8 @@ def test_a_chooser_refuses_a_negative_setting():
 def test_a_decision_explains_why_its_job_has_its_planner():
     price, availability, overhead = FLICKER
     data = flat_data(price, availability)
-    engine = Engine(data.markets, data.origin, data.slot_seconds, _policy(), data.n_slots)
-    engine.add_job(_job(overhead))
+    engine = Engine(data.markets, data.origin, data.slot_seconds, evidence_policy(), data.n_slots)
+    engine.add_job(arriving_job(overhead))
     for t in range(RELEASE + 1):
         decided = engine.decide(data.boundary_price[:, t], data.boundary_availability[:, t])
         engine.settle(data.price[:, t], data.availability[:, t])
@@ -202,7 +187,7 @@ def test_a_decision_explains_why_its_job_has_its_planner():
     assert why.planner_reason.startswith("evidence: fixed-count single-market unshared jobs")
     routes = Engine(data.markets, data.origin, data.slot_seconds, make_policy("risk-aware"),
                     data.n_slots)
-    routes.add_job(_job(overhead))
+    routes.add_job(arriving_job(overhead))
     for t in range(RELEASE + 1):
         decided = routes.decide(data.boundary_price[:, t], data.boundary_availability[:, t])
         routes.settle(data.price[:, t], data.availability[:, t])

@@ -4,14 +4,13 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from solver.market import Market, MarketData
 from solver.optimize import solve_offline
 from solver.optimize.competition import competing_groups
 from solver.policies import make_policy
 from solver.simulator import simulate
 from tests.properties import examples
 from tests.solver.brute_force import enumerate_best, plan_count
-from tests.solver.helpers import HOUR, flat_data, job
+from tests.solver.helpers import HOUR, crowded, flat_data, job
 
 
 def ids(groups):
@@ -71,23 +70,6 @@ def test_jobs_that_do_not_compete_get_the_dynamic_program_and_the_joint_programs
     utility = simulate(data, jobs, auto).total_utility
     assert utility == pytest.approx(simulate(data, jobs, joint).total_utility, abs=1e-6)
     assert utility == pytest.approx(enumerate_best(data, jobs).total_utility, abs=1e-6)
-
-
-def two_markets(price, avail) -> MarketData:
-    markets = [Market("aws", "us-east-1", z, "p3.2xlarge", 3.0) for z in ("us-east-1a",
-                                                                          "us-east-1b")]
-    return MarketData.from_slots(markets, 0.0, HOUR, price, avail)
-
-
-def crowded():
-    """``first`` goes first in priority order (earlier hard deadline) and alone would take the
-    cheapest spot, in market 0, that ``second`` (market 0 only) needs; the best plan puts
-    ``first`` on market 1."""
-    data = two_markets([[0.5, 0.6, 0.5], [0.55, 2.0, 2.0]], [[1, 1, 0], [1, 0, 0]])
-    first = job("first", workload=1.0, soft=2 * HOUR, value=10.0, miss_penalty=10.0)
-    second = job("second", workload=2.0, soft=3 * HOUR, value=20.0, miss_penalty=20.0,
-                 allowed_markets=(data.markets[0].key,))
-    return data, [first, second]
 
 
 def test_competing_jobs_past_the_limit_get_the_best_plan_found_and_its_proven_gap():

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 from solver.evaluation.compare import compare_policies
 from streams.cli import app
 from streams.cli.reports.replay_summary import hindsight_notes
-from tests.solver.test_optimum_groups import crowded
+from tests.solver.helpers import crowded
 
 
 def test_the_summary_carries_the_gap_the_plan_was_proven_within():

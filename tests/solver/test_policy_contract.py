@@ -17,8 +17,8 @@ from solver.policies.protocol import PlannerNamer, Policy, SettlementObserver
 from solver.policies.spec import PolicySpec
 from solver.simulator import simulate
 from tests.properties import examples
+from tests.scenarios import scenarios
 from tests.solver.helpers import HOUR, flat_data, job
-from tests.solver.test_chc import scenarios
 
 VARIANTS = [str(PolicySpec.of(name, **params))
             for name, cls in policy_classes().items() for params in cls.quick]

@@ -9,7 +9,8 @@ from solver.policies import make_policy
 from solver.policies.prediction_free import PredictionFree, ThresholdRule
 from solver.simulator import simulate
 from tests.properties import examples
-from tests.solver.helpers import HOUR, cold_outlooks, flat_data, job, markets
+from tests.scenarios import LARGER, scenarios
+from tests.solver.helpers import HOUR, cold_outlooks, job, markets
 
 
 def observe(views, price=(1.0,), available=(1,), time=0.0, on_demand=3.0):
@@ -92,33 +93,15 @@ def test_bad_parameters_are_rejected_naming_the_field(params, message):
         make_policy("prediction-free", **params)
 
 
-@st.composite
-def scenarios(draw):
-    n_markets, n_slots = draw(st.integers(1, 3)), draw(st.integers(4, 24))
-    shape = (n_markets, n_slots)
-    price = np.reshape(draw(st.lists(st.floats(0.1, 3.0), min_size=n_markets * n_slots,
-                                     max_size=n_markets * n_slots)), shape)
-    avail = np.reshape(draw(st.lists(st.integers(0, 4), min_size=n_markets * n_slots,
-                                     max_size=n_markets * n_slots)), shape)
-    jobs = []
-    for k in range(draw(st.integers(1, 4))):
-        release = draw(st.integers(0, n_slots - 2)) * HOUR
-        hard = draw(st.integers(int(release // HOUR) + 1, n_slots)) * HOUR
-        n_max = draw(st.integers(1, 4))
-        jobs.append(job(f"j{k}", workload=draw(st.floats(0.2, 12.0)), release=release,
-                        soft=draw(st.sampled_from([hard, max(release + 1, hard - HOUR)])),
-                        hard=hard, n_min=draw(st.integers(1, n_max)), n_max=n_max,
-                        restart_overhead=draw(st.sampled_from([0.0, 300.0, 1800.0]))))
-    params = {"theta": draw(st.sampled_from([1.0, 0.5])),
-              "sigma": draw(st.sampled_from([0.0, 0.5, 1.0])),
-              "tolerance": draw(st.sampled_from([0.0, 3.0]))}
-    return flat_data(price, avail), jobs, params
+PARAMETERS = st.fixed_dictionaries({"theta": st.sampled_from([1.0, 0.5]),
+                                     "sigma": st.sampled_from([0.0, 0.5, 1.0]),
+                                     "tolerance": st.sampled_from([0.0, 3.0])})
 
 
 @settings(max_examples=examples(150), deadline=None)
-@given(scenarios())
-def test_every_hard_deadline_feasible_on_on_demand_is_met_within_bounds(scenario):
-    data, jobs, params = scenario
+@given(scenarios(**LARGER, soft_before_hard=True, overheads=(0.0, 300.0, 1800.0)), PARAMETERS)
+def test_every_hard_deadline_feasible_on_on_demand_is_met_within_bounds(scenario, params):
+    data, jobs = scenario
     result = simulate(data, jobs, PredictionFree(**params))
     assert np.all(result.spot_used <= data.availability)
     assert result.jobs and all(r.refusals == 0 for r in result.jobs)

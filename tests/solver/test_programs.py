@@ -1,6 +1,7 @@
 """The stochastic programs of fixed-count jobs: what they plan on and when they are solved."""
 
 from dataclasses import replace
+from itertools import pairwise
 from types import SimpleNamespace
 
 import numpy as np
@@ -32,12 +33,28 @@ def test_one_instance_plans_on_the_run_hazards_alone():
     np.testing.assert_array_equal(o.transitions(1, 6), o.hazards.on_probability(1, 6))
 
 
-def test_several_instances_plan_on_capacity_runs_at_a_level_of_at_least_that_many():
-    o = outlook([1.0, 1.0, 2.0], 0.8)  # levels 1, 2, 3; half the slots with capacity offer 3
-    one, three = o.transitions(1, 6), o.transitions(3, 6)
-    np.testing.assert_allclose(three[:, 1, :], one[:, 1, :] * (0.8 + 0.2 * 0.5))
-    np.testing.assert_allclose(three[:, 0, :], one[:, 0, :] * 0.5)
-    assert not o.transitions(4, 6).any(axis=(0, 2))[0]  # never four: never enough after a gap
+@pytest.mark.parametrize(("persistence", "instances", "after_enough", "after_a_gap"), [
+    (1.0, 3, 1.0, 0.5),  # the level never changes: a run at three stays at three
+    (0.0, 3, 0.5, 0.5),  # a fresh level every slot: half the slots with capacity offer three
+    (0.0, 2, 0.75, 0.75),  # three in four offer at least two
+    (0.8, 3, 0.9, 0.5),  # the level kept four times in five, else three half the time
+])
+def test_several_instances_plan_on_capacity_runs_at_a_level_of_at_least_that_many(
+        persistence, instances, after_enough, after_a_gap):
+    """Levels 1, 2, 3 offered in the shares 1:1:2: the chance that the next slot offers
+    enough is the run's chance of capacity times that of a level high enough."""
+    o = outlook([1.0, 1.0, 2.0], persistence)
+    one, several = o.transitions(1, 6), o.transitions(instances, 6)
+    np.testing.assert_allclose(several[:, 1, :], one[:, 1, :] * after_enough)
+    np.testing.assert_allclose(several[:, 0, :], one[:, 0, :] * after_a_gap)
+
+
+def test_more_instances_are_never_likelier_and_a_level_never_offered_never_comes():
+    o = outlook([1.0, 1.0, 2.0], 0.8)
+    chances = [o.transitions(n, 6) for n in (1, 2, 3, 4)]
+    assert np.all((chances[0] >= 0) & (chances[0] <= 1))
+    assert all(np.all(fewer >= more) for fewer, more in pairwise(chances))
+    assert not chances[3][:, 0, :].any()  # never four after a gap: no slot offered four
 
 
 def test_before_any_count_is_seen_capacity_is_one_instance():

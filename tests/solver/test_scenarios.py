@@ -16,17 +16,7 @@ from solver.evaluation.scenarios import (
     trainings,
     window_starts,
 )
-from solver.market import Market, MarketTicks
-
-
-def probe_ticks(n_ticks=1400, tick=195.0, zones=("us-east-1a", "us-west-2b"), seed=0):
-    """A 0/1 probe trace with a price step series per zone."""
-    rng = np.random.default_rng(seed)
-    times = 1_700_000_000.0 + tick * np.arange(n_ticks)
-    return [MarketTicks(Market("aws", zone[:-1], zone, "p3.2xlarge", 3.06), times,
-                        np.round(rng.uniform(0.9, 1.8, n_ticks), 2),
-                        (rng.random(n_ticks) < 0.6).astype(int))
-            for zone in zones]
+from tests.scenarios import probe_ticks
 
 
 def test_window_starts_are_the_cant_be_late_draw():

@@ -19,6 +19,7 @@ from solver.policies.selection import (
 from solver.policies.spec import format_pool, parse_pool
 from solver.simulator import simulate
 from tests.properties import examples
+from tests.scenarios import LARGER, scenarios
 from tests.solver.helpers import HOUR, flat_data, job, markets
 
 POOL = (PolicySpec("prediction-free"), PolicySpec("greedy"), PolicySpec("uniform-progress"),
@@ -35,30 +36,15 @@ def run(data, jobs, policy):
     return simulate(data, jobs, policy, until_end=True)
 
 
-@st.composite
-def scenarios(draw):
-    n_markets, n_slots = draw(st.integers(1, 3)), draw(st.integers(6, 30))
-    shape = (n_markets, n_slots)
-    price = np.reshape(draw(st.lists(st.floats(0.1, 3.0), min_size=n_markets * n_slots,
-                                     max_size=n_markets * n_slots)), shape)
-    avail = np.reshape(draw(st.lists(st.integers(0, 4), min_size=n_markets * n_slots,
-                                     max_size=n_markets * n_slots)), shape)
-    jobs = []
-    for k in range(draw(st.integers(1, 5))):
-        release = draw(st.integers(0, n_slots - 2)) * HOUR + draw(st.sampled_from([0, 900]))
-        hard = draw(st.integers(int(release // HOUR) + 1, n_slots)) * HOUR
-        n_max = draw(st.integers(1, 4))
-        jobs.append(job(f"j{k}", workload=draw(st.floats(0.2, 12.0)), release=release,
-                        soft=hard, n_min=draw(st.integers(1, n_max)), n_max=n_max,
-                        value=draw(st.sampled_from([0.0, 50.0])),
-                        restart_overhead=draw(st.sampled_from([0.0, 300.0, 4000.0]))))
-    return flat_data(price, avail), jobs, draw(st.integers(0, 2**16))
+SCENARIOS = scenarios(**{**LARGER, "slots": (6, 30), "jobs": (1, 5), "values": (0.0, 50.0)},
+                      release_offsets=(0.0, 900.0))
+"""Scenarios of up to five jobs, released mid-slot too, worth nothing or 50."""
 
 
 @settings(max_examples=examples(60), deadline=None)
-@given(scenarios())
-def test_members_stay_within_instance_bounds_and_availability(scenario):
-    data, jobs, seed = scenario
+@given(SCENARIOS, st.integers(0, 2**16))
+def test_members_stay_within_instance_bounds_and_availability(scenario, seed):
+    data, jobs = scenario
     policy = selection(seed)
     result = run(data, jobs, policy)  # the simulator rejects answers outside the model
     assert np.all(result.spot_used <= data.availability)

@@ -8,6 +8,7 @@ from solver.job import Allocation
 from solver.policies.baselines import OnDemandOnly
 from solver.simulator import simulate
 from tests.properties import examples
+from tests.scenarios import LARGER, scenarios
 from tests.solver.helpers import HOUR, RandomPolicy, Scripted, flat_data, job
 
 
@@ -112,31 +113,15 @@ def test_spot_goes_to_the_earliest_hard_deadline_first():
 
 # --- properties --------------------------------------------------------------------------
 
-@st.composite
-def scenarios(draw):
-    n_markets = draw(st.integers(1, 3))
-    n_slots = draw(st.integers(4, 24))
-    price = draw(st.lists(st.floats(0.1, 3.0), min_size=n_markets * n_slots,
-                          max_size=n_markets * n_slots))
-    avail = draw(st.lists(st.integers(0, 4), min_size=n_markets * n_slots,
-                          max_size=n_markets * n_slots))
-    data = flat_data(np.reshape(price, (n_markets, n_slots)),
-                     np.reshape(avail, (n_markets, n_slots)))
-    jobs = []
-    for k in range(draw(st.integers(1, 4))):
-        release = draw(st.integers(0, n_slots - 2)) * HOUR + draw(st.sampled_from([0, 900]))
-        hard = draw(st.integers(int(release // HOUR) + 1, n_slots)) * HOUR
-        n_max = draw(st.integers(1, 4))
-        jobs.append(job(f"j{k}", workload=draw(st.floats(0.2, 12.0)), release=release,
-                        soft=hard, n_min=draw(st.integers(1, n_max)), n_max=n_max,
-                        restart_overhead=draw(st.sampled_from([0.0, 300.0, 4000.0]))))
-    return data, jobs, draw(st.integers(0, 2**16))
+SCENARIOS = scenarios(**LARGER, release_offsets=(0.0, 900.0))
+"""Scenarios with jobs released mid-slot too."""
+SEEDS = st.integers(0, 2**16)
 
 
 @settings(max_examples=examples(150), deadline=None)
-@given(scenarios())
-def test_cost_equals_price_times_instances_and_spot_never_exceeds_availability(scenario):
-    data, jobs, seed = scenario
+@given(SCENARIOS, SEEDS)
+def test_cost_equals_price_times_instances_and_spot_never_exceeds_availability(scenario, seed):
+    data, jobs = scenario
     result = simulate(data, jobs, RandomPolicy(seed))
     od = data.on_demand_prices[:, None]
     expected = ((result.spot_used * data.price + result.on_demand_used * od)
@@ -150,9 +135,9 @@ def test_cost_equals_price_times_instances_and_spot_never_exceeds_availability(s
 
 
 @settings(max_examples=examples(100), deadline=None)
-@given(scenarios())
-def test_no_work_is_credited_on_spot_that_was_not_available(scenario):
-    data, jobs, seed = scenario
+@given(SCENARIOS, SEEDS)
+def test_no_work_is_credited_on_spot_that_was_not_available(scenario, seed):
+    data, jobs = scenario
     dark = flat_data(data.price, np.zeros_like(data.availability))
     class SpotAsk(RandomPolicy):
         def decide(self, obs):
@@ -164,9 +149,9 @@ def test_no_work_is_credited_on_spot_that_was_not_available(scenario):
 
 
 @settings(max_examples=examples(150), deadline=None)
-@given(scenarios())
+@given(SCENARIOS)
 def test_on_demand_only_meets_every_deadline_feasible_at_n_max(scenario):
-    data, jobs, _ = scenario
+    data, jobs = scenario
     result = simulate(data, jobs, OnDemandOnly())
     for r, j in zip(result.jobs, jobs, strict=True):
         first_slot = np.ceil(j.release / HOUR) * HOUR
@@ -176,9 +161,9 @@ def test_on_demand_only_meets_every_deadline_feasible_at_n_max(scenario):
 
 
 @settings(max_examples=examples(60), deadline=None)
-@given(scenarios(), st.data())
-def test_a_policy_cannot_see_future_slots(scenario, draw):
-    data, jobs, seed = scenario
+@given(SCENARIOS, SEEDS, st.data())
+def test_a_policy_cannot_see_future_slots(scenario, seed, draw):
+    data, jobs = scenario
     cut = draw.draw(st.integers(1, data.n_slots - 1))
     future = np.random.default_rng(seed)
     price, avail = data.price.copy(), data.availability.copy()

@@ -22,8 +22,7 @@ from streams.cli.reports.forecast import run_forecast_report
 from streams.cli.reports.replay_summary import jobs_table, summary_table
 from streams.pipeline.trace_events import trace_events
 from streams.runners.memory import run_in_memory
-from tests.forecast.series import capacity, step_prices
-from tests.forecast.test_evaluation import markets
+from tests.forecast.series import capacity, markets, step_prices
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 WIDTHS = (80, 120)

@@ -1,7 +1,6 @@
 import json
 import re
 
-import numpy as np
 import pytest
 from rich.console import Console
 from typer.testing import CliRunner
@@ -9,21 +8,7 @@ from typer.testing import CliRunner
 from solver.evaluation.evaluate import CaseResult, PolicyStats
 from streams.cli import app
 from streams.cli.reports.evaluation import case_table, summary
-
-
-def write_probe_trace(path, hours=30, zones=("us-east-1a", "us-west-2b")):
-    """A small SkyNomad-format trace: 195 s probes with 0/1 availability and a spot price."""
-    rng = np.random.default_rng(1)
-    lines = ["timestamp_utc,zone,instance_type,tick,available,spot_price_usd_per_hour"]
-    n = int(hours * 3600 / 195)
-    for zone in zones:
-        for tick in range(n):
-            seconds = 1_676_498_896 + 195 * tick
-            stamp = np.datetime64(seconds, "s").astype(str) + "Z"
-            lines.append(f"{stamp},{zone},p3.2xlarge,{tick},{int(rng.random() < 0.7)},"
-                         f"{1.0 + 0.2 * (tick // 200 % 3):.4f}")
-    path.write_text("\n".join(lines) + "\n")
-    return path
+from tests.scenarios import write_probe_trace
 
 
 @pytest.mark.slow  # two fine-tune windows under every policy, the shadows and the sensitivity

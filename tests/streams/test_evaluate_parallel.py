@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from streams.cli import app
-from tests.streams.test_evaluate_cli import write_probe_trace
+from tests.scenarios import write_probe_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 

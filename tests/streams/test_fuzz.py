@@ -15,10 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solver.market import build_market_data
 from solver.policies import PolicySpec
-from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from solver.workload import WorkloadSpec, generate_jobs
 from streams.contract import (
     MAX_PRICE,
     DeadLetter,
@@ -43,6 +40,7 @@ from streams.pipeline.trace_events import trace_events
 from streams.runners.memory import MemoryPipeline
 from streams.settings import Topics
 from tests.properties import examples
+from tests.scenarios import synthetic
 
 SLOT = 3600.0
 TOPICS = Topics()
@@ -58,9 +56,8 @@ def greedy(data) -> PipelineConfig:
 def replay():
     """A 2-market, 3-day synthetic replay (a tick every 15 minutes): its messages and the
     decisions they give."""
-    ticks = synthetic_ticks(SyntheticMarketSpec(seed=21, n_markets=2, days=3, tick_seconds=900))
-    data = build_market_data(ticks, SLOT)
-    jobs = generate_jobs(data, 10, WorkloadSpec(seed=21, workload_range=(6.0, 20.0)))
+    ticks, data, jobs = synthetic(21, n_markets=2, days=3, n_jobs=10, tick_seconds=900,
+                                  slot=SLOT, workload_range=(6.0, 20.0))
     messages = [(JOBS if e.type == "job_submitted" else TICKS, e.key.encode(), dump_event(e))
                 for e in trace_events(ticks, jobs)]
     pipeline = run(data, messages)

@@ -4,7 +4,7 @@ decision written twice marked as a harmless replay."""
 from streams.cli.reports.decisions import REPLAY_NOTE
 from streams.cli.service import _print_history
 from streams.contract import JobSubmitted
-from tests.streams.test_job_book import HOUR, T0, book_of, decided, epoch
+from tests.streams.job_book_events import HOUR, T0, book_of, decided, epoch
 
 
 def test_a_jobs_history_marks_a_replayed_decision_and_rounds_alike(capsys):

@@ -1,10 +1,11 @@
+import re
+from dataclasses import replace
+from datetime import UTC, datetime
+
 import pytest
 
-from solver.market import build_market_data
 from solver.policies import POLICY_NAMES, PolicySpec, make_policy
 from solver.simulator import simulate
-from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from solver.workload import WorkloadSpec, generate_jobs
 from streams.contract import (
     AvailabilityTick,
     JobCancelled,
@@ -23,6 +24,7 @@ from streams.pipeline.scheduler import PartitionScheduler
 from streams.pipeline.stage import RejectedEvent, epoch_index
 from streams.pipeline.trace_events import submission, trace_events
 from streams.runners.memory import MemoryPipeline, run_in_memory
+from tests.scenarios import synthetic
 
 SLOT = 3600.0
 
@@ -39,9 +41,7 @@ def simulated_rows(data, jobs, policy):
 @pytest.fixture(scope="module")
 def market():
     """Three markets for six days, a tick every 15 minutes, and 24 jobs."""
-    ticks = synthetic_ticks(SyntheticMarketSpec(seed=3, n_markets=3, days=6, tick_seconds=900))
-    data = build_market_data(ticks, SLOT)
-    return ticks, data, generate_jobs(data, 24, WorkloadSpec(seed=3))
+    return synthetic(3, n_markets=3, days=6, n_jobs=24, tick_seconds=900, slot=SLOT)
 
 
 BARE = ["on-demand", "spot-only", "greedy", "uniform-progress", "eager-failover"]
@@ -76,46 +76,68 @@ def test_every_job_gets_a_release_decision_when_it_leaves(market):
     assert len(keys) == len(set(keys))
 
 
-def test_unknown_markets_late_ticks_and_past_deadlines_are_rejected(market):
-    ticks, data, jobs = market
-    stage = MarketStage(data.markets, SLOT)
-    key, t0 = data.markets[0].key, data.origin
+@pytest.fixture
+def running(market):
+    """A scheduler past the market's first epochs."""
+    ticks, data, _ = market
+    scheduler = PartitionScheduler(data.markets, SLOT, lambda: make_policy("greedy"))
+    coordinator, markets = EpochCoordinator(data.markets, SLOT), MarketStage(data.markets, SLOT)
+    for event in trace_events(ticks, []):
+        for boundary in markets.handle(event):
+            if isinstance(boundary, MarketBoundary):
+                for epoch in coordinator.handle(boundary):
+                    scheduler.handle(epoch)
+        if scheduler.last_epoch is not None and scheduler.last_epoch > epoch_index(
+                data.origin, SLOT) + 5:
+            return scheduler
+    raise AssertionError("the market has fewer than six epochs")
+
+
+def _late_tick(data, jobs, scheduler):
+    """A market's tick older than the one that passed its first boundary."""
+    stage, key, t0 = MarketStage(data.markets, SLOT), data.markets[0].key, data.origin
     stage.handle(PriceTick(event_time=t0, market=key, spot_price=1.0))
     stage.handle(AvailabilityTick(event_time=t0, market=key, available=1))
     assert stage.handle(PriceTick(event_time=t0 + SLOT + 1, market=key, spot_price=1.0))
-    with pytest.raises(RejectedEvent, match="late tick"):
-        stage.handle(AvailabilityTick(event_time=t0 + 10, market=key, available=1))
-    with pytest.raises(RejectedEvent, match="expected a market of the catalogue"):
-        stage.handle(PriceTick(event_time=t0, market="aws/x/y/z", spot_price=1.0))
-    scheduler = PartitionScheduler(data.markets, SLOT, lambda: make_policy("greedy"))
-    coordinator = EpochCoordinator(data.markets, SLOT)
-    events = trace_events(ticks, [])
-    markets = MarketStage(data.markets, SLOT)
-    for event in events:
-        epochs = [e for b in markets.handle(event) if isinstance(b, MarketBoundary)
-                  for e in coordinator.handle(b)]
-        for epoch in epochs:
-            scheduler.handle(epoch)
-        if scheduler.last_epoch is not None and scheduler.last_epoch > epoch_index(
-                data.origin, SLOT) + 5:
-            break
-    late_job = jobs[0]
-    with pytest.raises(RejectedEvent, match=r"hard_deadline=(.*): expected a time after \1, "
-                       r".*\(a job due at or before it has no slot"):
-        scheduler.handle(submission(
-            late_job.__class__(**{**_fields(late_job), "release": data.origin - 3600,
-                                  "soft_deadline": data.origin, "hard_deadline": data.origin}),
-            data.origin))
-    with pytest.raises(RejectedEvent, match="expected a submitted job"):
-        scheduler.handle(JobCancelled(event_time=data.origin, job_id="nope"))
-    with pytest.raises(RejectedEvent, match=r"market_patterns: 'azure/\*' matches none"):
-        scheduler.handle(submission(
-            late_job.__class__(**{**_fields(late_job), "market_patterns": ("azure/*",)}),
-            data.origin))
+    return (stage, AvailabilityTick(event_time=t0 + 10, market=key, available=1),
+            rf"late tick: tick time={t0 + 10!r} is before the market's last tick "
+            rf"time={t0 + SLOT + 1!r}")
 
 
-def _fields(job):
-    return {f: getattr(job, f) for f in job.__slots__}
+def _unknown_market(data, jobs, scheduler):
+    return (MarketStage(data.markets, SLOT),
+            PriceTick(event_time=data.origin, market="aws/x/y/z", spot_price=1.0),
+            r"market='aws/x/y/z': expected a market of the catalogue")
+
+
+def _due_before_its_first_epoch(data, jobs, scheduler):
+    at = re.escape(datetime.fromtimestamp(data.origin, UTC).isoformat())
+    late = replace(jobs[0], release=data.origin - 3600, soft_deadline=data.origin,
+                   hard_deadline=data.origin)
+    return (scheduler, submission(late, data.origin),
+            rf"hard_deadline={at}: expected a time after {at}, the first epoch at or after the "
+            r"submission \(a job due at or before it has no slot")
+
+
+def _cancelled_unknown_job(data, jobs, scheduler):
+    return (scheduler, JobCancelled(event_time=data.origin, job_id="nope"),
+            r"job_id='nope': expected a submitted job")
+
+
+def _patterns_matching_no_market(data, jobs, scheduler):
+    return (scheduler, submission(replace(jobs[0], market_patterns=("azure/*",)), data.origin),
+            rf"job '{jobs[0].id}' market_patterns: 'azure/\*' matches none of the markets")
+
+
+@pytest.mark.parametrize("case", [_late_tick, _unknown_market, _due_before_its_first_epoch,
+                                  _cancelled_unknown_job, _patterns_matching_no_market],
+                         ids=lambda case: case.__name__.lstrip("_"))
+def test_what_cannot_take_effect_is_rejected_naming_the_field_and_its_value(
+        market, running, case):
+    _, data, jobs = market
+    stage, event, reason = case(data, jobs, running)
+    with pytest.raises(RejectedEvent, match=reason):
+        stage.handle(event)
 
 
 def test_market_stage_forecasts_every_covered_slot(market):

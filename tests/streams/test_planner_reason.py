@@ -9,15 +9,15 @@ from solver.engine import Engine
 from solver.policies import make_policy
 from streams.metrics import TimedPolicy
 from streams.pipeline.decisions import DecidedSlot, run_or_idle
+from tests.solver.evidence_markets import FLICKER, RELEASE, arriving_job, evidence_policy
 from tests.solver.helpers import flat_data
-from tests.solver.test_evidence import FLICKER, RELEASE, _job, _policy
 
 
 def _decided_at_arrival(policy):
     price, availability, overhead = FLICKER
     data = flat_data(price, availability)
     engine = Engine(data.markets, data.origin, data.slot_seconds, policy, data.n_slots)
-    engine.add_job(_job(overhead))
+    engine.add_job(arriving_job(overhead))
     for t in range(RELEASE + 1):
         decided = engine.decide(data.boundary_price[:, t], data.boundary_availability[:, t])
         engine.settle(data.price[:, t], data.availability[:, t])
@@ -25,7 +25,7 @@ def _decided_at_arrival(policy):
 
 
 def test_the_decisions_reason_carries_the_evidence_its_planner_was_chosen_on():
-    data, decided = _decided_at_arrival(TimedPolicy(_policy(), Histogram(
+    data, decided = _decided_at_arrival(TimedPolicy(evidence_policy(), Histogram(
         "decide_seconds", "", registry=CollectorRegistry())))  # as the worker runs it
     slot = DecidedSlot(RELEASE, datetime(2024, 5, 1, tzinfo=UTC), data.slot_seconds,
                        "risk-aware", tuple(m.key for m in data.markets))

@@ -9,7 +9,6 @@ import os
 import pickle
 import subprocess
 import sys
-from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,10 +16,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from solver.market import build_market_data
-from solver.policies import POLICY_NAMES, PolicySpec, policy_class
-from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from solver.workload import WorkloadSpec, generate_jobs
-from streams.contract import JobSubmitted, dump_event
+from solver.policies import PolicySpec
+from solver.synthetic import synthetic_ticks
 from streams.metrics import PipelineMetrics
 from streams.pipeline.declaration import PIPELINE, PipelineConfig
 from streams.pipeline.driver import Driver, Handling
@@ -36,41 +33,18 @@ from streams.pipeline.snapshot import (
     restore,
     seal,
 )
-from streams.pipeline.stage import Message, encoded
-from streams.pipeline.trace_events import trace_events
+from streams.pipeline.stage import encoded
 from streams.pipeline.written import Written
-from streams.runners.memory import MemoryPipeline
 from streams.settings import Settings
-from tests.streams.logged import logged
+from tests.streams.snapshot_runs import ONLINE, SLOT, SPEC, STAGES, RunsACommand, run
 
 REPO = Path(__file__).resolve().parents[2]
-SPEC = SyntheticMarketSpec(seed=5, n_markets=3, days=5)
-SLOT = 3600.0
-ONLINE = sorted(n for n in POLICY_NAMES if "hindsight" not in policy_class(n).tags)
-STAGES = {spec.name: spec for spec in PIPELINE}
 MAX_BYTES = Settings.model_fields["snapshot_max_bytes"].default
 
 
 def digest(config: PipelineConfig, stage: str = "scheduler") -> str:
     """The settings digest of a stage's snapshots."""
     return config.fingerprint(STAGES[stage].depends_on)
-
-
-def run(config: PipelineConfig, job_partitions: int = 2
-        ) -> defaultdict[tuple[str, int], list[tuple[Message, Handling]]]:
-    """Every message each stage partition took, and what it made of it."""
-    ticks = synthetic_ticks(SPEC)
-    jobs = generate_jobs(build_market_data(ticks, SLOT), 10, WorkloadSpec(seed=SPEC.seed))
-    pipeline = MemoryPipeline(config, job_partitions)
-    taken = logged(pipeline)
-    for event in trace_events(ticks, jobs):
-        topic = (pipeline.topics.job_events if isinstance(event, JobSubmitted)
-                 else pipeline.topics.market_ticks)
-        pipeline.send(topic, dump_event(event), event.key.encode())
-    log: defaultdict[tuple[str, int], list[tuple[Message, Handling]]] = defaultdict(list)
-    for stage, partition, message, handling in taken:
-        log[stage, partition].append((message, handling))
-    return log
 
 
 def made(handling: Handling) -> tuple:
@@ -228,7 +202,7 @@ from streams.pipeline.declaration import PIPELINE, PipelineConfig
 from streams.pipeline.driver import Driver
 from streams.pipeline.snapshot import pickle_state
 from streams.pipeline.written import Written
-from tests.streams.test_snapshot import SLOT, SPEC, run
+from tests.streams.snapshot_runs import SLOT, SPEC, run
 from solver.market import build_market_data
 from solver.policies import PolicySpec
 from solver.synthetic import synthetic_ticks
@@ -262,16 +236,6 @@ def sealed(pickled: bytes, config: PipelineConfig, keys: SnapshotKeys = UNSIGNED
            offset: int = 100) -> bytes:
     return seal(pickled, stage="scheduler", partition=0, offset=offset, sequence=0,
                 settings=digest(config), taken=1.0, keys=keys)
-
-
-class RunsACommand:
-    """Unpickles as a call of ``os.system``."""
-
-    def __init__(self, marker: Path) -> None:
-        self.marker = marker
-
-    def __reduce__(self):
-        return os.system, (f"touch {self.marker}",)
 
 
 class ReachesForGlobals:

@@ -36,7 +36,7 @@ from streams.pipeline.snapshot_globals import (
     new_object,
 )
 from streams.pipeline.written import Written
-from tests.streams.test_snapshot import ONLINE, SLOT, SPEC, STAGES, run
+from tests.streams.snapshot_runs import ONLINE, SLOT, SPEC, STAGES, run
 
 
 class Named(pickle.Unpickler):

@@ -12,10 +12,7 @@ from hypothesis import strategies as st
 
 from solver.decision import SlotDecision
 from solver.forecast import market_factory
-from solver.market import build_market_data
 from solver.policies import make_policy
-from solver.synthetic import SyntheticMarketSpec, synthetic_ticks
-from solver.workload import WorkloadSpec, generate_jobs
 from streams.contract import (
     AvailabilityTick,
     EpochClosed,
@@ -34,6 +31,7 @@ from streams.pipeline.scheduler import PartitionScheduler
 from streams.pipeline.stage import Fault, Message, RejectedEvent, Rejection, Relayed, first_boundary
 from streams.pipeline.trace_events import submission, trace_events
 from tests.properties import examples
+from tests.scenarios import synthetic
 
 SLOT = 3600.0
 DAY = 86_400.0
@@ -41,10 +39,7 @@ DAY = 86_400.0
 
 @pytest.fixture(scope="module")
 def market():
-    ticks = synthetic_ticks(SyntheticMarketSpec(seed=11, n_markets=2, days=3))
-    data = build_market_data(ticks, SLOT)
-    jobs = generate_jobs(data, 6, WorkloadSpec(seed=11, workload_range=(4.0, 12.0)))
-    return ticks, data, jobs
+    return synthetic(11, n_markets=2, days=3, n_jobs=6, slot=SLOT, workload_range=(4.0, 12.0))
 
 
 @pytest.fixture(scope="module")

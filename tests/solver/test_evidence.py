@@ -1,6 +1,7 @@
 """The planner chosen on the market's own evidence: the backtest's best planner, on closed
 slots only, the same every run, and said in the decision."""
 
+import numpy as np
 import pytest
 
 from solver.engine import Engine
@@ -104,20 +105,20 @@ def test_a_past_before_the_first_slot_gives_the_choice_those_slots_give_inside_t
     forecasters trained on them): the same backtest, planner and reason as when those slots
     were played in the run."""
     price, availability, overhead = market
-    inside = Watch(_policy())
-    simulate(flat_data(price, availability), [_job(overhead)], inside)
+    inside = Watch(evidence_policy())
+    simulate(flat_data(price, availability), [arriving_job(overhead)], inside)
     whole = flat_data(price, availability)
     window = whole.window(RELEASE, SLOTS - RELEASE)
     models = MarketModels(1, 0.0, HOUR)
     for t in range(RELEASE):
         models.learn(whole.price[:, t], whole.availability[:, t])
-    shown = Watch(_policy())
-    simulate(window, [_job(overhead)], shown, models=models,
+    shown = Watch(evidence_policy())
+    simulate(window, [arriving_job(overhead)], shown, models=models,
              past=Past(whole.price[:, :RELEASE], whole.availability[:, :RELEASE]))
     assert shown.routed == inside.routed
     assert shown.routed[1].startswith("evidence: ")
-    blind = Watch(_policy())
-    simulate(window, [_job(overhead)], blind)
+    blind = Watch(evidence_policy())
+    simulate(window, [arriving_job(overhead)], blind)
     assert blind.routed[1] == "routes: 0 h of history, a backtest needs 6 h"
 
 

@@ -100,6 +100,7 @@ class RiskAware(Composition, PolicyBase):
             ThresholdRule(sigma, behind_first=False), ranged_rule=True, chooser=chooser,
             only=only)
 
-    def routed_to(self, planner: PlannerName) -> RiskAware:
-        """This policy with every job routed to ``planner`` (the evidence's backtests)."""
+    def routed_to(self, planner: PlannerName | None) -> RiskAware:
+        """This policy with every job routed to ``planner``, or by the routing table
+        (``None``): the evidence's backtests."""
         return self.clone(choose="routes", source=self.source, only=planner)

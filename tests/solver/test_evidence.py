@@ -164,8 +164,31 @@ def test_a_class_keeps_its_choice_until_the_cadence_has_passed():
             answers.append(chooser.choose(decided.observation, view, (PROGRAM, RULE), PROGRAM))
             assert job_class(decided.observation, view) == (True, False, False)
         engine.settle(data.price[:, t], data.availability[:, t])
-    assert built == [PROGRAM, RULE, PROGRAM, RULE]  # at slots 8 and 18, not 12
+    assert built == [None, PROGRAM, RULE] * 2  # the table and each planner, at slots 8 and 18
     assert answers[0] == answers[1]
+
+
+def test_a_class_the_evidence_names_no_better_planner_for_keeps_the_routing_table():
+    """No planner beats the routing table by the margin: each job of the class keeps the route
+    the table gives it, and the reason says the table was kept."""
+    price, availability, _ = FLICKER
+    data = flat_data(price, availability)
+    chooser = EvidenceChooser(make_policy("risk-aware").routed_to, history_hours=8.0,
+                              cadence_hours=10.0, margin=1e6)
+    engine = Engine(data.markets, data.origin, data.slot_seconds, make_policy("greedy"),
+                    data.n_slots)
+    engine.add_job(job("a", workload=30.0, release=0.0, soft=40 * HOUR))
+    answers = []
+    for t in range(13):
+        decided = engine.decide(data.boundary_price[:, t], data.boundary_availability[:, t])
+        view = decided.observation.jobs[0]
+        if t in (8, 12):
+            fallback = PROGRAM if t == 8 else RULE
+            answers.append(chooser.choose(decided.observation, view, (PROGRAM, RULE), fallback))
+        engine.settle(data.price[:, t], data.availability[:, t])
+    assert [planner for planner, _ in answers] == [PROGRAM, RULE]
+    assert answers[0][1] == answers[1][1]
+    assert answers[0][1].endswith("; chosen: routes")
 
 
 def test_a_chooser_refuses_a_negative_setting():

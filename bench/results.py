@@ -44,6 +44,9 @@ HELD_OUT = tuple(f"{ONE_NODE}/{z}_v100_1.json" for z in ("us-east-1c", "us-east-
 PLANNERS = tuple(a for p in ("uniform-progress", "prediction-free", "chc", "risk-aware",
                              "policy-selection", "optimum") for a in ("--policy", p))
 
+EVIDENCE = tuple(a for p in ("risk-aware", "risk-aware:choose=evidence", "chc", "prediction-free",
+                             "greedy", "optimum") for a in ("--policy", p))
+
 
 @dataclass(frozen=True)
 class Run:
@@ -154,6 +157,30 @@ PAGES = (
                "--policy", "uniform-progress", "--policy", "prediction-free",
                "--policy", "prediction-free:sigma=0.75", "--policy", "prediction-free:sigma=0.5",
                "--policy", "chc", "--policy", "risk-aware", "--policy", "policy-selection")),)),
+    Page("shapes-evidence", "Market shapes: the planner chosen on evidence",
+         "`risk-aware` routing each job by its table and choosing each class of job's planner "
+         "by a backtest on the market's recent past (`choose=evidence`, [how](../solver.md"
+         "#how-the-planner-is-chosen)), with its members and `greedy`, on the 24 shapes of "
+         "synthetic market ([the suite](../evaluation.md#shapes-a-suite-of-market-shapes)). "
+         "`vs optimum` is the mean cost over the hindsight optimum's on the same windows; "
+         "for the fleets, whose soft deadlines are priced, mean utility says more.",
+         (Run("The tuning half of the market seeds",
+              "The seeds the evidence chooser's settings were chosen on.",
+              ("--scenario", "shapes", "--seeds", "tune", *EVIDENCE)),
+          Run("The margin, on the tuning half",
+              "The sweep that chose `margin` = 0.25 (`risk-aware`'s default): the highest mean "
+              "utility over the optimum's across the shapes, 0.5 a tie at a higher cost.",
+              ("--scenario", "shapes", "--seeds", "tune",
+               *(a for m in ("0.1", "0.15", "0.25", "0.5") for a in (
+                   "--policy", f"risk-aware:choose=evidence,margin={m}")),
+               "--policy", "optimum")))),
+    Page("shapes-evidence-held-out", "Market shapes, held out: the planner chosen on evidence",
+         "The policies of [the tuning half's page](shapes-evidence.md) on the other half of "
+         "the market seeds, not looked at while choosing the evidence chooser's settings: the "
+         "figures to report.",
+         (Run("The held-out half of the market seeds",
+              "`risk-aware` by its table and on evidence, its members, `greedy`, the optimum.",
+              ("--scenario", "shapes", "--seeds", "held-out", *EVIDENCE)),)),
 )
 
 

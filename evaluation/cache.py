@@ -104,15 +104,15 @@ class CellKeys:
 
     def _episode(self, case: int, k: int) -> str:
         """The digest of an episode: its market data, and the ``repr`` of every other field
-        (the jobs, the migration table, …) but its forecasters (the markets and the window
-        decide them)."""
+        (the jobs, the migration table, …) but its forecasters and its past (the markets and
+        the window decide them)."""
         if (case, k) not in self._episodes:
             episode = self._plan.cases[case].episodes[k]
             digest = hashlib.sha256()
             for name in (f.name for f in dataclasses.fields(episode)):
                 if name == "data":
                     _data_digest(digest, episode.data)
-                elif name != "models":
+                elif name not in ("models", "past"):
                     digest.update(f"{name}={getattr(episode, name)!r}".encode())
             self._episodes[case, k] = digest.hexdigest()
         return self._episodes[case, k]

@@ -20,7 +20,7 @@ from solver.forecast.models import MarketModels, Outlooks
 from solver.job import FINISH_TOLERANCE, Allocation, Allocations, Job, JobResult
 from solver.market import SECONDS_PER_HOUR, Market
 from solver.migration import DEFAULT_MIGRATION, STAY, MigrationTable, Move, Place
-from solver.observation import JobView, Observation
+from solver.observation import JobView, Observation, Past
 from solver.policies.protocol import Policy, SettlementObserver, planner_of, planner_reason_of
 
 
@@ -150,8 +150,13 @@ class Engine:
         isolate_failures: bool = False,
         models: MarketModels | None = None,
         migration: MigrationTable = DEFAULT_MIGRATION,
+        past: Past | None = None,
     ) -> None:
         self.markets = tuple(markets)
+        if past is not None and past.price.shape[0] != len(self.markets):
+            raise ValueError(f"past of {past.price.shape[0]} markets: expected "
+                             f"{len(self.markets)}, one row per market")
+        self.past = past
         self.migration = migration
         self._places = tuple(Place.of(m) for m in self.markets)
         self.isolate_failures = isolate_failures
@@ -343,6 +348,7 @@ class Engine:
                                s.checkpoint) for s in jobs),
             outlooks=outlooks,
             migration=self.migration,
+            past=self.past,
         )
 
     def _ask(self, obs: Observation) -> dict[str, Allocation]:

@@ -33,6 +33,25 @@ class JobView:
 
 
 @dataclass(frozen=True, slots=True)
+class Past:
+    """Closed slots before a scheduler's first slot, oldest first, on its slot grid: what the
+    market did before the scheduler started deciding (``(markets, slots)`` arrays of realised
+    price and availability)."""
+
+    price: np.ndarray
+    availability: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.price.ndim != 2 or self.price.shape != self.availability.shape:
+            raise ValueError(f"past price {self.price.shape} and availability "
+                             f"{self.availability.shape}: expected (markets, slots) arrays of "
+                             "one shape")
+
+    def __len__(self) -> int:
+        return int(self.price.shape[1])
+
+
+@dataclass(frozen=True, slots=True)
 class Observation:
     """Everything observable at the boundary of ``slot``, and nothing later.
 
@@ -40,7 +59,9 @@ class Observation:
     (``(markets, slot)`` arrays); ``price_now`` and ``availability_now`` are the values in
     force at this boundary. ``jobs`` are the active jobs in spot-priority order.
     ``outlooks`` are the markets' forecasts made at this boundary from the closed slots;
-    ``migration`` what moving a job's checkpoint to a market costs (:meth:`move`).
+    ``migration`` what moving a job's checkpoint to a market costs (:meth:`move`); ``past``
+    the closed slots before slot 0, when the scheduler was given them (:meth:`closed_slots`
+    reads both as one history).
     """
 
     slot: int
@@ -54,11 +75,31 @@ class Observation:
     jobs: tuple[JobView, ...]
     outlooks: Outlooks
     migration: MigrationTable = DEFAULT_MIGRATION
+    past: Past | None = None
 
     def move(self, view: JobView, market: int) -> Move:
         """What launching ``view``'s job in ``market`` now costs for its checkpoint."""
         return self.migration.move(view.checkpoint, Place.of(self.markets[market]),
                                    view.job.checkpoint_gb)
+
+    @property
+    def closed(self) -> int:
+        """How many closed slots are observable: those of ``past``, then ``slot`` since."""
+        return self.slot + (len(self.past) if self.past is not None else 0)
+
+    def closed_slots(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The price and availability of the last ``n`` closed slots (fewer when fewer are
+        observable), oldest first: ``past`` followed by the history since slot 0."""
+        n = max(0, min(n, self.closed))
+        mine = min(n, self.slot)
+        price = self.price_history[:, self.slot - mine:]
+        availability = self.availability_history[:, self.slot - mine:]
+        if n == mine or self.past is None:
+            return price, availability
+        before = n - mine
+        return (np.concatenate((self.past.price[:, len(self.past) - before:], price), axis=1),
+                np.concatenate((self.past.availability[:, len(self.past) - before:],
+                                availability), axis=1))
 
     @property
     def slot_hours(self) -> float:

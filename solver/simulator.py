@@ -34,6 +34,7 @@ from solver.forecast.models import MarketModels, OutlookTape
 from solver.job import Allocation, Job, JobResult
 from solver.market import MarketData
 from solver.migration import DEFAULT_MIGRATION, MigrationTable
+from solver.observation import Past
 from solver.policies.protocol import Policy
 from solver.timefmt import iso_utc
 
@@ -92,6 +93,7 @@ def simulate(
     until_end: bool = False,
     tape: OutlookTape | None = None,
     migration: MigrationTable = DEFAULT_MIGRATION,
+    past: Past | None = None,
 ) -> SimulationResult:
     """Run ``jobs`` through ``data`` under ``policy``; deterministic for deterministic policies.
 
@@ -100,11 +102,12 @@ def simulate(
     ``tape`` their outlooks, made once for several runs over the same data (:func:`tape`).
     The run stops once every job is done unless ``until_end`` (for a policy that learns from
     the slots after that, as policy selection's counterfactuals do); ``migration`` prices
-    moving a job's checkpoint.
+    moving a job's checkpoint; ``past`` are closed slots before ``data`` the policy is shown
+    (:class:`~solver.observation.Past`).
     """
     validate_jobs(jobs, data)
     engine = Engine(data.markets, data.origin, data.slot_seconds, policy, data.n_slots,
-                    models=models, migration=migration)
+                    models=models, migration=migration, past=past)
     for job in jobs:
         engine.add_job(job)
     n_markets, n_slots = data.price.shape

@@ -4,7 +4,8 @@ done, the value of forecasts, and the sensitivity of CHC to forecast error
 (:mod:`solver.evaluation.cells` cuts an evaluation into independent plays and merges them).
 
 A policy plays an episode with the markets' forecasters as trained on the trace before the
-episode's window (so forecasts are causal and warm, as in a live deployment). Policies that
+episode's window (so forecasts are causal and warm, as in a live deployment), and is shown the
+episode's past, the closed slots before the window. Policies that
 plan on forecasts (``chc``, ``risk-aware`` and such pool members) plan on ``settings.forecast``
 unless their spec names one: the learned distributions, the learned point forecasts, or the
 realised market (``oracle``, a yardstick). ``optimum`` plans each group of jobs that can compete
@@ -166,7 +167,7 @@ def play(spec: PolicySpec, episode: Episode, settings: EvaluationSettings,
         extra = {"selector": selector, "build": _builder(data, settings)}
     policy = _builder(data, settings)(spec, **extra)
     result = simulate(data, jobs, policy, until_end=learns,
-                      tape=episode.outlooks(), migration=episode.migration)
+                      tape=episode.outlooks(), migration=episode.migration, past=episode.past)
     return list(result.jobs)
 
 

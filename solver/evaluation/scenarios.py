@@ -33,7 +33,8 @@
 Every episode carries the markets' forecasters trained on the trace before its window, as a
 live deployment would have them (:class:`~solver.forecast.models.MarketModels`), trained when
 first read: building the cases costs no training, and an evaluation whose results are all known
-trains nothing.
+trains nothing. It also carries the last :data:`PAST_HOURS` of that trace
+(:class:`~solver.observation.Past`), which its policies are shown from the window's first slot.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ from solver.market import (
     tick_slots,
 )
 from solver.migration import DEFAULT_MIGRATION, MigrationTable
+from solver.observation import Past
 from solver.workload import WorkloadSpec, generate_jobs
 
 SCENARIOS = ("cant-be-late", "multi-region", "fine-tune", "scarce", "shapes")
@@ -217,12 +219,14 @@ def trainings(episodes: Iterable[Episode]) -> list[tuple[ModelHistory, MarketTra
 @dataclass(frozen=True)
 class Episode:
     """One window of market data, the jobs released in it, the markets' forecasters as
-    trained on the data before the window, and what moving a job's checkpoint costs there."""
+    trained on the data before the window, what moving a job's checkpoint costs there, and the
+    closed slots before the window its policies are shown (:func:`past_before`)."""
 
     data: MarketData
     jobs: tuple[Job, ...]
     models: TrainedModels | None = field(default=None, compare=False, repr=False)
     migration: MigrationTable = field(default=DEFAULT_MIGRATION, compare=False, repr=False)
+    past: Past | None = field(default=None, compare=False, repr=False)
 
     def fresh_models(self) -> MarketModels | None:
         """A copy of the trained forecasters, for one run over the episode."""
@@ -247,6 +251,18 @@ class Episode:
             while len(_TAPES) > TAPES_KEPT:
                 _TAPES.popitem(last=False)
         return tape
+
+
+PAST_HOURS = 168.0
+"""How much of the market before a window its policies are shown: a week, what the evidence
+chooser's backtest (48 h) and its forecasters' warm-up (120 h) read by default
+(:mod:`solver.policies.evidence`)."""
+
+
+def past_before(data: MarketData, start: int) -> Past:
+    """The up to :data:`PAST_HOURS` of closed slots of ``data`` before slot ``start``."""
+    first = max(0, start - hours_to_slots(PAST_HOURS, data.slot_seconds, math.ceil))
+    return Past(data.price[:, first:start].copy(), data.availability[:, first:start].copy())
 
 
 TAPES_KEPT = 3
@@ -359,6 +375,7 @@ def cant_be_late_cases(
     data = tick_slots(ticks, spec.tick_seconds)
     starts = window_starts(data.n_slots, spec.window_ticks, windows, seed)
     models = trained_models(data, starts)
+    pasts = [past_before(data, start) for start in starts]
     cases = []
     for work, deadline in spec.tasks:
         for overhead in spec.overheads_hours:
@@ -369,7 +386,7 @@ def cant_be_late_cases(
                     "deadline")
             episodes = tuple(
                 Episode(window, _cant_be_late_jobs(window, k, work, deadline, overhead, spec),
-                        models[k])
+                        models[k], past=pasts[k])
                 for k, window in ((k, data.window(s, spec.window_ticks))
                                   for k, s in enumerate(starts))
             )
@@ -396,6 +413,7 @@ def multi_region_cases(
     starts = _tiles(data.n_slots, length, spec.window_indices) if spec.window_indices \
         else window_starts(data.n_slots, length, windows, seed)
     models = trained_models(data, starts)
+    pasts = [past_before(data, start) for start in starts]
     migration = spec.migration.with_transfer_time(spec.transfer_time)
     keys = tuple(m.key for m in data.markets)
     cases = []
@@ -411,7 +429,7 @@ def multi_region_cases(
                       miss_penalty=spec.miss_penalty_factor * value,
                       restart_overhead=overhead * SECONDS_PER_HOUR, allowed_markets=keys,
                       checkpoint_gb=gb)
-            episodes.append(Episode(window, (job,), models[k], migration))
+            episodes.append(Episode(window, (job,), models[k], migration, pasts[k]))
         name = (f"multi-region {len(keys)} zones {work:g}h/{deadline:g}h/{overhead:g}h/"
                 f"{gb:g}GB")
         cases.append(Case("multi-region", name, tuple(episodes)))
@@ -493,7 +511,7 @@ def fine_tune_case(
                              replace(spec.workload, seed=seed * 1000 + k))
         episodes.append(Episode(window, tuple(
             replace(j, id=f"w{k:02d}-{j.id}", release=window.slot_start(window.slot_of(j.release)))
-            for j in jobs), models[k]))
+            for j in jobs), models[k], past=past_before(data, start)))
     return Case(spec.scenario, spec.scenario, tuple(episodes))
 
 
@@ -507,14 +525,16 @@ def shapes_cases(seed: int, spec: ShapesSpec = DEFAULT_SHAPES) -> list[Case]:
         for k in range(spec.windows):
             data = shape_data(spec, zones, market_seed(spec.seeds, seed, zones, k))
             windows.append((data.window(spec.history_slots, spec.window_slots),
-                            trained_models(data, [spec.history_slots])[0]))
+                            trained_models(data, [spec.history_slots])[0],
+                            past_before(data, spec.history_slots)))
         for workload in spec.workloads:
             jobs = [shape_jobs(spec, workload, window, k, seed * 1000 + k)
-                    for k, (window, _) in enumerate(windows)]
+                    for k, (window, _, _) in enumerate(windows)]
             for gb in spec.checkpoints_gb:
                 episodes = tuple(
-                    Episode(window, tuple(replace(j, checkpoint_gb=gb) for j in js), models)
-                    for (window, models), js in zip(windows, jobs, strict=True))
+                    Episode(window, tuple(replace(j, checkpoint_gb=gb) for j in js), models,
+                            past=past)
+                    for (window, models, past), js in zip(windows, jobs, strict=True))
                 cases.append(Case("shapes", f"shapes {zones} zones {workload} {gb:g}GB",
                                   episodes))
     return cases

@@ -24,10 +24,11 @@ is admitted and kept for its life:
   the spot the other planners' jobs left.
 
 That is the routing table (``choose=routes``, the default). With ``choose=evidence`` a job's
-planner is instead the one a backtest on the market's recent closed history shows best for its
-class of job (:mod:`solver.policies.evidence`), re-run every ``cadence_hours`` of market time,
-kept unless beaten by ``margin`` of the jobs' on-demand bill; the routing table's answer until
-enough history is closed.
+planner is instead chosen for its class of job by a backtest on the market's recent closed
+history (:mod:`solver.policies.evidence`), the routing table itself one of the options and each
+class's default, re-run every ``cadence_hours`` of market time, a choice kept unless beaten by
+``margin`` (:data:`EVIDENCE_MARGIN`) of the jobs' on-demand bill; the routing table's answer
+until enough history is closed.
 """
 
 from __future__ import annotations
@@ -40,6 +41,14 @@ from solver.policies.forecast_sources import DistributionForecast, ForecastSourc
 from solver.policies.prediction_free import ThresholdRule
 from solver.policies.routing import Composition, PlannerName
 from solver.policies.stochastic_planner import StochasticPlanner
+
+EVIDENCE_MARGIN = 0.25
+"""By how much of the replayed jobs' on-demand bill a backtest's winner must beat a class's
+incumbent to replace it. Chosen on the tuning seeds of the market shapes by the sweep on
+docs/results/shapes-evidence.md (``python bench/results.py --windows 2 --page
+shapes-evidence``): mean utility over the optimum's across the 24 shapes 0.695, 0.698, 0.718
+and 0.718 at margins 0.1, 0.15, 0.25 and 0.5, mean cost over the optimum's 1.532, 1.538, 1.511
+and 1.523."""
 
 CHOICES = ("routes", "evidence")
 """How a job's planner is chosen: by the routing table, or on the market's evidence
@@ -70,7 +79,7 @@ class RiskAware(Composition, PolicyBase):
         choose: str = "routes",
         backtest_hours: float = 48.0,
         cadence_hours: float = 24.0,
-        margin: float = 0.25,
+        margin: float = EVIDENCE_MARGIN,
         data: MarketData | None = None,
         source: ForecastSource | None = None,
         only: PlannerName | None = None,
@@ -100,6 +109,7 @@ class RiskAware(Composition, PolicyBase):
             ThresholdRule(sigma, behind_first=False), ranged_rule=True, chooser=chooser,
             only=only)
 
-    def routed_to(self, planner: PlannerName) -> RiskAware:
-        """This policy with every job routed to ``planner`` (the evidence's backtests)."""
+    def routed_to(self, planner: PlannerName | None) -> RiskAware:
+        """This policy with every job routed to ``planner``, or by the routing table
+        (``None``): the evidence's backtests."""
         return self.clone(choose="routes", source=self.source, only=planner)

@@ -1,9 +1,12 @@
 """The planner chosen on the market's own evidence: the backtest's best planner, on closed
 slots only, the same every run, and said in the decision."""
 
+import numpy as np
 import pytest
 
 from solver.engine import Engine
+from solver.forecast.models import MarketModels
+from solver.observation import Past
 from solver.policies import make_policy
 from solver.policies.evidence import EvidenceChooser, job_class
 from solver.policies.risk_aware import RiskAware
@@ -96,6 +99,48 @@ def test_too_little_history_keeps_the_routing_table_and_says_so():
     assert watch.routed == (PROGRAM, "routes: 2 h of history, a backtest needs 6 h")
 
 
+@pytest.mark.parametrize("market", [FLICKER, COSTLY_RESTARTS])
+def test_a_past_before_the_first_slot_gives_the_choice_those_slots_give_inside_the_run(market):
+    """The job arrives at the first slot of a run shown the 24 slots before it as its past (its
+    forecasters trained on them): the same backtest, planner and reason as when those slots
+    were played in the run."""
+    price, availability, overhead = market
+    inside = Watch(evidence_policy())
+    simulate(flat_data(price, availability), [arriving_job(overhead)], inside)
+    whole = flat_data(price, availability)
+    window = whole.window(RELEASE, SLOTS - RELEASE)
+    models = MarketModels(1, 0.0, HOUR)
+    for t in range(RELEASE):
+        models.learn(whole.price[:, t], whole.availability[:, t])
+    shown = Watch(evidence_policy())
+    simulate(window, [arriving_job(overhead)], shown, models=models,
+             past=Past(whole.price[:, :RELEASE], whole.availability[:, :RELEASE]))
+    assert shown.routed == inside.routed
+    assert shown.routed[1].startswith("evidence: ")
+    blind = Watch(evidence_policy())
+    simulate(window, [arriving_job(overhead)], blind)
+    assert blind.routed[1] == "routes: 0 h of history, a backtest needs 6 h"
+
+
+def test_closed_slots_read_the_past_then_the_run():
+    whole = flat_data(np.arange(10.0).reshape(1, 10), np.arange(10).reshape(1, 10))
+    engine = Engine(whole.markets, 6 * HOUR, HOUR, make_policy("greedy"),
+                    past=Past(whole.price[:, :6], whole.availability[:, :6]))
+    for t in range(6, 9):
+        engine.decide(whole.boundary_price[:, t], whole.boundary_availability[:, t])
+        engine.settle(whole.price[:, t], whole.availability[:, t])
+    obs = engine.decide(whole.boundary_price[:, 9], whole.boundary_availability[:, 9]).observation
+    assert (obs.slot, obs.closed) == (3, 9)
+    price, availability = obs.closed_slots(5)
+    assert price.tolist() == [[4.0, 5.0, 6.0, 7.0, 8.0]]
+    assert availability.tolist() == [[4, 5, 6, 7, 8]]
+    assert obs.closed_slots(2)[0].tolist() == [[7.0, 8.0]]
+    assert obs.closed_slots(50)[0].tolist() == [list(np.arange(9.0))]
+    with pytest.raises(ValueError, match="past of 2 markets: expected 1"):
+        Engine(whole.markets, 0.0, HOUR, make_policy("greedy"),
+               past=Past(np.zeros((2, 3)), np.zeros((2, 3), dtype=int)))
+
+
 def test_a_class_keeps_its_choice_until_the_cadence_has_passed():
     """A backtest per class and cadence: a second job of the class within it gets the same
     answer without a new backtest."""
@@ -119,8 +164,31 @@ def test_a_class_keeps_its_choice_until_the_cadence_has_passed():
             answers.append(chooser.choose(decided.observation, view, (PROGRAM, RULE), PROGRAM))
             assert job_class(decided.observation, view) == (True, False, False)
         engine.settle(data.price[:, t], data.availability[:, t])
-    assert built == [PROGRAM, RULE, PROGRAM, RULE]  # at slots 8 and 18, not 12
+    assert built == [None, PROGRAM, RULE] * 2  # the table and each planner, at slots 8 and 18
     assert answers[0] == answers[1]
+
+
+def test_a_class_the_evidence_names_no_better_planner_for_keeps_the_routing_table():
+    """No planner beats the routing table by the margin: each job of the class keeps the route
+    the table gives it, and the reason says the table was kept."""
+    price, availability, _ = FLICKER
+    data = flat_data(price, availability)
+    chooser = EvidenceChooser(make_policy("risk-aware").routed_to, history_hours=8.0,
+                              cadence_hours=10.0, margin=1e6)
+    engine = Engine(data.markets, data.origin, data.slot_seconds, make_policy("greedy"),
+                    data.n_slots)
+    engine.add_job(job("a", workload=30.0, release=0.0, soft=40 * HOUR))
+    answers = []
+    for t in range(13):
+        decided = engine.decide(data.boundary_price[:, t], data.boundary_availability[:, t])
+        view = decided.observation.jobs[0]
+        if t in (8, 12):
+            fallback = PROGRAM if t == 8 else RULE
+            answers.append(chooser.choose(decided.observation, view, (PROGRAM, RULE), fallback))
+        engine.settle(data.price[:, t], data.availability[:, t])
+    assert [planner for planner, _ in answers] == [PROGRAM, RULE]
+    assert answers[0][1] == answers[1][1]
+    assert answers[0][1].endswith("; chosen: routes")
 
 
 def test_a_chooser_refuses_a_negative_setting():

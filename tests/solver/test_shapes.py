@@ -17,7 +17,7 @@ from solver.evaluation.shape_calibration import (
     run_lengths,
 )
 from solver.evaluation.shape_markets import ON_DEMAND_USD_PER_HOUR, shape_market
-from solver.evaluation.shapes import SEED_SPLITS, ShapesSpec, market_seed
+from solver.evaluation.shapes import SEED_SPLITS, ShapesSpec, market_seed, shape_data
 from solver.market import SECONDS_PER_HOUR
 
 TINY = ShapesSpec(windows=1, zone_counts=(3,), workloads=("one", "fixed"),
@@ -55,6 +55,19 @@ def test_the_tuning_and_held_out_halves_share_no_market():
     assert held[0].episodes[0].jobs == again[0].episodes[0].jobs
     with pytest.raises(ValueError, match="seeds='test': expected one of tune, held-out"):
         ShapesSpec(seeds="test")
+
+
+@pytest.mark.parametrize("days", [1.0, 10.0])
+def test_an_episode_shows_its_policies_up_to_a_week_before_its_window(days):
+    spec = replace(TINY, history_days=days, workloads=("one",))
+    episode = shapes_cases(0, spec)[0].episodes[0]
+    data = shape_data(spec, 3, market_seed(spec.seeds, 0, 3, 0))
+    start, shown = spec.history_slots, min(spec.history_slots, 7 * 24)
+    assert episode.past is not None and len(episode.past) == shown
+    np.testing.assert_array_equal(episode.past.price, data.price[:, start - shown:start])
+    np.testing.assert_array_equal(episode.past.availability,
+                                  data.availability[:, start - shown:start])
+    assert episode.data.origin == data.slot_start(start)
 
 
 @pytest.fixture(scope="module")

@@ -141,6 +141,14 @@ def test_closed_slots_read_the_past_then_the_run():
                past=Past(np.zeros((2, 3)), np.zeros((2, 3), dtype=int)))
 
 
+def one_job_engine(data):
+    """An engine on ``data`` run by greedy, with one 30-hour job due at 40 h."""
+    engine = Engine(data.markets, data.origin, data.slot_seconds, make_policy("greedy"),
+                    data.n_slots)
+    engine.add_job(job("a", workload=30.0, release=0.0, soft=40 * HOUR))
+    return engine
+
+
 def test_a_class_keeps_its_choice_until_the_cadence_has_passed():
     """A backtest per class and cadence: a second job of the class within it gets the same
     answer without a new backtest."""
@@ -153,9 +161,7 @@ def test_a_class_keeps_its_choice_until_the_cadence_has_passed():
         return make_policy("risk-aware").routed_to(planner)
 
     chooser = EvidenceChooser(build, history_hours=8.0, cadence_hours=10.0)
-    engine = Engine(data.markets, data.origin, data.slot_seconds, make_policy("greedy"),
-                    data.n_slots)
-    engine.add_job(job("a", workload=30.0, release=0.0, soft=40 * HOUR))
+    engine = one_job_engine(data)
     answers = []
     for t in range(20):
         decided = engine.decide(data.boundary_price[:, t], data.boundary_availability[:, t])
@@ -175,9 +181,7 @@ def test_a_class_the_evidence_names_no_better_planner_for_keeps_the_routing_tabl
     data = flat_data(price, availability)
     chooser = EvidenceChooser(make_policy("risk-aware").routed_to, history_hours=8.0,
                               cadence_hours=10.0, margin=1e6)
-    engine = Engine(data.markets, data.origin, data.slot_seconds, make_policy("greedy"),
-                    data.n_slots)
-    engine.add_job(job("a", workload=30.0, release=0.0, soft=40 * HOUR))
+    engine = one_job_engine(data)
     answers = []
     for t in range(13):
         decided = engine.decide(data.boundary_price[:, t], data.boundary_availability[:, t])

@@ -91,9 +91,8 @@ class EvidenceChooser:
     """Chooses each job class's planner by backtest (module doc); ``build`` makes a policy
     that routes every job to one planner, or by the routing table (``None``)."""
 
-    def __init__(self, build: Callable[[Option], Policy], history_hours: float = 48.0,
-                 cadence_hours: float = 24.0, warmup_hours: float = 120.0,
-                 margin: float = 0.02) -> None:
+    def __init__(self, build: Callable[[Option], Policy], history_hours: float,
+                 cadence_hours: float, margin: float, warmup_hours: float = 120.0) -> None:
         for name, value in (("history_hours", history_hours), ("cadence_hours", cadence_hours),
                             ("warmup_hours", warmup_hours), ("margin", margin)):
             if not (math.isfinite(value) and value >= 0):

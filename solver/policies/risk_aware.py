@@ -101,7 +101,7 @@ class RiskAware(Composition, PolicyBase):
         self.backtest_hours = backtest_hours
         self.cadence_hours = cadence_hours
         self.margin = margin
-        chooser = (EvidenceChooser(self.routed_to, backtest_hours, cadence_hours, margin=margin)
+        chooser = (EvidenceChooser(self.routed_to, backtest_hours, cadence_hours, margin)
                    if choose == "evidence" and only is None else None)
         super().__init__(
             StochasticPlanner(source, resolve_hours, None, solves, markets),

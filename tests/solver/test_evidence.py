@@ -160,7 +160,7 @@ def test_a_class_keeps_its_choice_until_the_cadence_has_passed():
         built.append(planner)
         return make_policy("risk-aware").routed_to(planner)
 
-    chooser = EvidenceChooser(build, history_hours=8.0, cadence_hours=10.0)
+    chooser = EvidenceChooser(build, history_hours=8.0, cadence_hours=10.0, margin=0.02)
     engine = one_job_engine(data)
     answers = []
     for t in range(20):
@@ -197,7 +197,8 @@ def test_a_class_the_evidence_names_no_better_planner_for_keeps_the_routing_tabl
 
 def test_a_chooser_refuses_a_negative_setting():
     with pytest.raises(ValueError, match=r"cadence_hours=-1\.0: expected a non-negative number"):
-        EvidenceChooser(lambda p: make_policy("greedy"), cadence_hours=-1.0)
+        EvidenceChooser(lambda p: make_policy("greedy"), history_hours=48.0, cadence_hours=-1.0,
+                        margin=0.25)
     with pytest.raises(ValueError, match=r"choose='best': expected one of routes, evidence"):
         RiskAware(choose="best")
 

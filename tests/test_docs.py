@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bench.results import PAGES, Run, Stamp, render_page
+from bench.results import PAGES, Run, Stamp, Verdict, render_page, verdict_section
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,6 +57,23 @@ def test_results_page_renders_an_evaluation_with_its_stamp() -> None:
     assert "| planner | perfect | learned point | learned dist. |" in page
     assert "| chc | 38.00 (0) | 45.50 (0) | 41.25 (0) |" in page
     assert run.command(2) == ["evaluate", "--scenario", "multi-region", "--windows", "2"]
+
+
+def test_verdict_holds_each_case_to_its_members_its_baseline_and_no_hard_miss() -> None:
+    def case(name: str, mine: float, misses: int = 0) -> dict[str, object]:
+        return {"name": name, "policies": {
+            "risk-aware": {**_stats(mine), "hard_deadline_misses": misses},
+            "chc": _stats(50.0), "prediction-free": _stats(60.0), "greedy": _stats(55.0),
+            "optimum": _stats(40.0)}}
+
+    evaluation = {"scenarios": [case("close", 51.0), case("dear", 52.0),
+                                case("missed", 50.0, misses=1)]}
+    text = verdict_section(Verdict("risk-aware", ("risk-aware", "chc", "prediction-free"),
+                                   "greedy"), evaluation)
+    assert "Met in 1 of 3 cases." in text
+    assert "| close | 1.275 | chc 1.250 | 1.020 | 0.927 | 0 | yes |" in text
+    assert "| dear | 1.300 | chc 1.250 | 1.040 | 0.945 | 0 | no |" in text
+    assert "| missed | 1.250 | risk-aware 1.250 | 1.000 | 0.909 | 1 | no |" in text
 
 
 def _section(heading: str) -> str:

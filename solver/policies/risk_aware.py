@@ -48,7 +48,7 @@ incumbent to replace it. Chosen on the tuning seeds of the market shapes by the 
 docs/results/shapes-evidence.md (``python bench/results.py --windows 10 --page
 shapes-evidence``, 10 windows a shape): mean utility over the optimum's across the 24 shapes
 0.729, 0.731, 0.735 and 0.737 at margins 0.1, 0.15, 0.25 and 0.5, mean cost over the optimum's
-1.481, 1.486, 1.498 and 1.515; 0.25 is within 0.002 of the highest utility at a lower cost."""
+1.481, 1.486, 1.498 and 1.515; 0.25 is within 0.002 of 0.5's utility at a lower cost."""
 
 CHOICES = ("routes", "evidence")
 """How a job's planner is chosen: by the routing table, or on the market's evidence

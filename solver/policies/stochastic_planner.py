@@ -20,10 +20,10 @@ At each boundary every action in every planned market is valued by that market's
 the job's state as seen from there (the mode it holds there, idle if it runs elsewhere; a
 launch away from the checkpoint has the move's transfer time taken from its slack and its
 egress added to its value, :mod:`solver.migration`), and the job takes the cheapest, staying
-where it is on ties. Each
-program values a future that stays in its market, so the job moves only when continuing
-elsewhere, move included, is expected to cost less than continuing here; a dearer move can
-only lose that comparison. With one market this is that market's program, followed.
+where it is on ties. Each program values a future that stays in its market, so the job moves
+only when continuing elsewhere, move included, is expected to cost less than continuing here;
+a dearer move can only lose that comparison. With one market this is that market's program,
+followed.
 
 A program is a rule for every state, so it is solved once and followed: a job's programs are
 solved when it is admitted (and when its state leaves what they cover), then again every

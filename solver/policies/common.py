@@ -18,6 +18,7 @@ import numpy as np
 
 from solver.job import Allocation, Allocations
 from solver.market import SECONDS_PER_HOUR
+from solver.migration import STAY, Move, Place
 from solver.observation import JobView, Observation
 
 
@@ -31,24 +32,34 @@ def must_use_on_demand(obs: Observation, view: JobView) -> bool:
 
 def on_demand_market(obs: Observation, view: JobView) -> int:
     """The allowed market where on-demand at ``n_max`` finishes the job cheapest, counting the
-    egress of moving its checkpoint there, among those whose cap allows ``n_min`` on-demand
-    instances (all allowed markets when none does); the current market wins ties."""
+    move of its checkpoint there (the egress, and the transfer time, billed and added to the
+    restart), among those whose cap allows ``n_min`` on-demand instances (all allowed markets
+    when none does) and, of those, where the job still finishes by its target deadline after
+    the move (all of them when none does); the current market, then the checkpoint's, wins
+    ties."""
     job = view.job
-    hours = job.hours_needed(view.remaining, job.n_max)
+    seconds = job.seconds_needed(view.remaining, job.n_max)
     allowed = [i for i, m in enumerate(obs.markets) if job.may_use(m.key)]
     affordable = [i for i in allowed
                   if job.affordable_count(obs.markets[i].on_demand_price) >= job.n_min]
-    return _cheapest(view, [
-        (obs.markets[i].on_demand_price * hours + _egress(obs, view, i), i)
-        for i in affordable or allowed])
+    candidates = affordable or allowed
+    moves = {i: _move(obs, view, i) for i in candidates}
+    deadline = job.target_deadline(obs.time, view.remaining)
+    in_time = [i for i in candidates
+               if obs.time + seconds + moves[i].transfer_seconds <= deadline]
+    return _cheapest(obs, view, [
+        (obs.markets[i].on_demand_price * job.n_max
+         * (seconds + moves[i].transfer_seconds) / SECONDS_PER_HOUR + moves[i].egress_usd, i)
+        for i in in_time or candidates])
 
 
-def _egress(obs: Observation, view: JobView, market: int) -> float:
-    """USD of moving the job's checkpoint to ``market`` on a launch there."""
+def _move(obs: Observation, view: JobView, market: int) -> Move:
+    """What moving the job's checkpoint to ``market`` on a launch there costs (nothing when
+    the job already runs there or has no checkpoint)."""
     current = view.current
     if view.job.checkpoint_gb == 0 or (current is not None and current.market == market):
-        return 0.0
-    return obs.move(view, market).egress_usd
+        return STAY
+    return obs.move(view, market)
 
 
 def on_demand(obs: Observation, view: JobView, n: int | None = None) -> Allocation | None:
@@ -103,7 +114,7 @@ def spot(obs: Observation, view: JobView, available: np.ndarray | None = None
     if current is not None and any(i == current.market for _, i in options):
         market = current.market
     else:
-        market = _cheapest(view, options)
+        market = _cheapest(obs, view, options)
     return Allocation(market, spot=min(int(available[market]), affordable_spot(obs, view,
                                                                                market)))
 
@@ -164,9 +175,15 @@ def cheapest_on_demand_count(obs: Observation, view: JobView, deadline: float) -
     return job.n_max if best is None else best[1]
 
 
-def _cheapest(view: JobView, options: list[tuple[float, int]]) -> int:
+def _cheapest(obs: Observation, view: JobView, options: list[tuple[float, int]]) -> int:
+    """The market of the cheapest of ``options`` (``(USD, market)``); ties go to the current
+    market, then to a market where the job's checkpoint is, then to the lowest index."""
     current = view.current.market if view.current is not None else -1
-    return min(options, key=lambda o: (o[0], o[1] != current, o[1]))[1]
+
+    def elsewhere(market: int) -> bool:
+        return view.checkpoint is None or Place.of(obs.markets[market]) != view.checkpoint
+
+    return min(options, key=lambda o: (o[0], o[1] != current, elsewhere(o[1]), o[1]))[1]
 
 
 def keeps_deadline(obs: Observation, view: JobView, choice: Allocation | None,

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from solver.job import Allocation
 from solver.market import Market, MarketData
 from solver.migration import DEFAULT_MIGRATION, STAY, MigrationTable, Place
+from solver.policies.common import on_demand, on_demand_market
 from solver.simulator import simulate
 from tests.properties import examples
 from tests.solver.helpers import HOUR, RandomPolicy, Scripted, job
@@ -220,3 +221,36 @@ def test_in_one_market_a_checkpoint_never_moves(run):
     assert [(r.cost, r.completion) for r in light.jobs] == \
         [(r.cost, r.completion) for r in loaded.jobs]
     assert loaded.total_migrations == 0 and loaded.total_egress_usd == 0
+
+
+def refused_in_zone_c(on_demand: tuple[float, float], deadline: float):
+    """The boundary of slot 2 of a job whose spot in us-east-1c (market 1) was lost at slot 1
+    and refused there again: nothing runs, its 50 GB checkpoint is in us-east-1c, 1.2 h of
+    work and a 720 s restart are left, and a move to us-east-1a takes a minute."""
+    markets = [Market("aws", "us-east-1", f"us-east-1{z}", "p3.2xlarge", od)
+               for z, od in zip("ac", on_demand, strict=True)]
+    data = MarketData.from_slots(markets, 0.0, HOUR, np.ones((2, 5)),
+                                 np.array([[0] * 5, [1, 0, 0, 0, 0]]))
+    j = job(workload=2.0, soft=deadline, checkpoint_gb=50.0, restart_overhead=720.0)
+    run = Scripted({0: {"j": Allocation(1, 1)}, 1: {"j": Allocation(1, 1)}})
+    simulate(data, [j], run)
+    obs = run.seen[2]
+    view = obs.jobs[0]
+    assert view.current is None and view.checkpoint == Place.of(markets[1])
+    assert obs.move(view, 0).transfer_seconds == 60.0
+    return obs, view
+
+
+def test_the_on_demand_fallback_keeps_the_checkpoints_market_when_prices_tie():
+    obs, view = refused_in_zone_c((3.0, 3.0), deadline=5 * HOUR)
+    assert on_demand_market(obs, view) == 1
+    assert on_demand(obs, view) == Allocation(1, spot=0, on_demand=1)
+
+
+def test_the_on_demand_fallback_counts_the_moves_transfer_time_against_the_deadline():
+    # On-demand finishes in 1.2 h + 720 s from the boundary (7,200 s): at 12,240 s where the
+    # checkpoint is, a minute later in the cheaper us-east-1a.
+    roomy, _ = refused_in_zone_c((2.5, 3.0), deadline=5 * HOUR)
+    assert on_demand_market(roomy, roomy.jobs[0]) == 0
+    tight, view = refused_in_zone_c((2.5, 3.0), deadline=12_270.0)
+    assert on_demand_market(tight, view) == 1

@@ -35,7 +35,9 @@ class Explanation:
     boundary and the on-demand price of the decision's market; ``price_forecast``: the median
     forecast of that market's mean spot price over the slot, and ``capacity_probability``: the
     forecast probability of spot capacity for the whole slot (``NaN`` while the forecaster
-    knows nothing); ``move``: what launching there moves (:mod:`solver.migration`; a launch
+    knows nothing); ``spot_denied``: that market denied spot (refused or lost it) since it last
+    held spot through a whole slot (:attr:`~solver.observation.Observation.denied`); ``move``:
+    what launching there moves (:mod:`solver.migration`; a launch
     away from the checkpoint's place ``checkpoint``), :data:`~solver.migration.STAY` when the
     job keeps what it holds; ``planner``: the planner that decided
     (:mod:`solver.policies.routing`; a policy not made of planners decides itself: its name),
@@ -50,6 +52,7 @@ class Explanation:
     on_demand_price: float
     price_forecast: float
     capacity_probability: float
+    spot_denied: bool = False
     move: Move = STAY
     checkpoint: Place | None = None
     planner: str = ""
@@ -118,6 +121,7 @@ class SlotDecision:
             price_forecast=float(outlook.price_median[0]) if outlook.horizon else math.nan,
             capacity_probability=(float(outlook.capacity.probability[0]) if outlook.horizon
                                   else math.nan),
+            spot_denied=m in obs.denied,
             move=move,
             checkpoint=view.checkpoint,
             planner=self.planners.get(job_id, ""),

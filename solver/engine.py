@@ -173,6 +173,9 @@ class Engine:
         self._pending: tuple[int, list[tuple[JobState, Allocation | None]]] | None = None
         self._decided: dict[str, Allocation] = {}
         """The allocations of the last :meth:`decide`, to tell which jobs left since."""
+        self.denied: frozenset[int] = frozenset()
+        """Markets whose spot was denied to a request since they last held spot through a
+        whole slot (:attr:`~solver.observation.Observation.denied`)."""
 
     # -- jobs -------------------------------------------------------------------------------
 
@@ -349,6 +352,7 @@ class Engine:
             outlooks=outlooks,
             migration=self.migration,
             past=self.past,
+            denied=self.denied,
         )
 
     def _ask(self, obs: Observation) -> dict[str, Allocation]:
@@ -406,9 +410,12 @@ class Engine:
         slot_h = self.slot_seconds / SECONDS_PER_HOUR
         start = self.slot_start
         usage: list[SlotUsage] = []
+        denied: set[int] = set()
         for state, request in requests:
             if state.finished:  # cancelled or failed between decision and settlement
                 continue
+            if request is not None and request.spot > capacity[request.market]:
+                denied.add(request.market)
             granted = _grant(state, request, capacity)
             move = self.move(state, granted.market) \
                 if granted is not None and granted != state.held else STAY
@@ -424,6 +431,7 @@ class Engine:
                 usage.append(SlotUsage(state.job.id, granted, cost, move.egress_usd))
             if start + self.slot_seconds >= state.job.hard_deadline:
                 state.finished = True
+        self.denied = frozenset(denied | {m for m in self.denied if availability[m] <= 0})
         self.history.append(price, availability)
         self.slot += 1
         if isinstance(self.policy, SettlementObserver):

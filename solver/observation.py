@@ -61,7 +61,9 @@ class Observation:
     ``outlooks`` are the markets' forecasts made at this boundary from the closed slots;
     ``migration`` what moving a job's checkpoint to a market costs (:meth:`move`); ``past``
     the closed slots before slot 0, when the scheduler was given them (:meth:`closed_slots`
-    reads both as one history).
+    reads both as one history); ``denied`` the markets whose spot was denied to a request
+    (refused or lost) in a slot since which they have not held spot through a whole slot: a
+    boundary there may show spot the slot will not keep.
     """
 
     slot: int
@@ -76,6 +78,7 @@ class Observation:
     outlooks: Outlooks
     migration: MigrationTable = DEFAULT_MIGRATION
     past: Past | None = None
+    denied: frozenset[int] = frozenset()
 
     def move(self, view: JobView, market: int) -> Move:
         """What launching ``view``'s job in ``market`` now costs for its checkpoint."""

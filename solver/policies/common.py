@@ -93,11 +93,14 @@ def fit_cap(obs: Observation, view: JobView, choice: Allocation | None) -> Alloc
     return choice
 
 
-def spot(obs: Observation, view: JobView, available: np.ndarray | None = None
-         ) -> Allocation | None:
+def spot(obs: Observation, view: JobView, available: np.ndarray | None = None,
+         avoid_denied: bool = False) -> Allocation | None:
     """Spot in the current market while it still offers ``n_min`` instances, else in the
     cheapest allowed market that does; as many instances as available up to ``n_max`` and the
-    job's cap. ``available`` (default: what the boundary shows) is the spot left per market."""
+    job's cap. ``available`` (default: what the boundary shows) is the spot left per market.
+    With ``avoid_denied``, a market that denied spot since it last held it
+    (:attr:`~solver.observation.Observation.denied`) is asked only when no other one offers
+    (the market where the job holds spot is never avoided)."""
     job = view.job
     if not job.allow_spot:
         return None
@@ -108,9 +111,12 @@ def spot(obs: Observation, view: JobView, available: np.ndarray | None = None
         for i, m in enumerate(obs.markets)
         if job.may_use(m.key) and min(available[i], affordable_spot(obs, view, i)) >= job.n_min
     ]
+    current = view.current
+    if avoid_denied:
+        held = current.market if current is not None and current.spot > 0 else -1
+        options = [o for o in options if o[1] not in obs.denied or o[1] == held] or options
     if not options:
         return None
-    current = view.current
     if current is not None and any(i == current.market for _, i in options):
         market = current.market
     else:

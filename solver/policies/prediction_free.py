@@ -13,7 +13,9 @@ remaining work and ``D`` the target deadline (:meth:`solver.job.Job.target_deadl
 
 Spot counts only in markets whose current price is at most ``θ`` × the on-demand price, and
 only as far as the jobs before (in spot-priority order) have not claimed it this slot, so the
-policy does not ask for capacity its own jobs already hold.
+policy does not ask for capacity its own jobs already hold. A market that denied spot (refused
+or lost it) since it last held spot through a whole slot is asked only where no other market
+offers spot: its boundary showed spot the slot did not keep, and a refusal costs the slot.
 
 * Off on-demand: spot when available (topped up with on-demand to ``n_max`` while the margin
   is negative); without spot, on-demand at ``n_max`` once the margin is negative, idle before.
@@ -87,8 +89,8 @@ class PredictionFree(PolicyBase):
         overhead = job.restart_overhead
         margin = self.margin(obs, view)
         if margin == -math.inf:
-            return on_demand(obs, view) or spot(free, view)
-        choice = spot(free, view)
+            return on_demand(obs, view) or spot(free, view, avoid_denied=True)
+        choice = spot(free, view, avoid_denied=True)
         current = view.current
         if current is not None and current.spot == 0:
             if choice is not None and (margin > -self.tolerance * overhead or overhead == 0):

@@ -335,6 +335,9 @@ class MarketView(BaseModel):
     capacity_probability: Probability | None = Field(
         None, description="Forecast probability of spot capacity for the whole slot (null: "
         "unknown)")
+    spot_denied: StrictBool | None = Field(
+        None, description="True when the market denied spot (refused or lost it) since it last "
+        "held spot through a whole slot (null: unknown)")
     move_from: Annotated[str, Field(max_length=256, pattern=PLACE_PATTERN)] | None = Field(
         None, description="Where the checkpoint moves from, 'cloud/region[/zone]' (null: no "
         "move)")

@@ -39,7 +39,8 @@ def run_or_idle(slot: DecidedSlot, decided: SlotDecision, job_id: str) -> Provis
         planner=why.planner or None, market_view=MarketView(
             spot_price_now=why.spot_price_now, spot_available_now=why.spot_available_now,
             on_demand_price=why.on_demand_price, price_forecast=_known(why.price_forecast),
-            capacity_probability=_known(why.capacity_probability), **_move(why)),
+            capacity_probability=_known(why.capacity_probability),
+            spot_denied=why.spot_denied, **_move(why)),
         reason=(_reason(allocation) + (f"; planner {why.planner}: {why.planner_reason}"
                                        if why.planner_reason else ""))[:500])
 

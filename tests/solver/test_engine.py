@@ -4,9 +4,10 @@ import pytest
 from solver.decision import Departure
 from solver.engine import Engine, History
 from solver.job import Allocation
+from solver.market import MarketData
 from solver.policies.baselines import OnDemandOnly
 from solver.simulator import simulate
-from tests.solver.helpers import HOUR, flat_data, job, markets
+from tests.solver.helpers import HOUR, Scripted, flat_data, job, markets
 
 
 def test_history_grows_and_never_shows_unclosed_slots():
@@ -75,3 +76,17 @@ def test_a_decision_shows_each_job_as_the_policy_saw_it():
     assert decided.explain("b").slack_seconds == decided.view("b").job.slack(0.0, 3.0)
     with pytest.raises(KeyError, match="job_id='c': expected a job active at slot 0"):
         decided.view("c")
+
+
+def test_a_market_that_denied_spot_is_marked_until_it_holds_spot_through_a_slot():
+    # The boundaries of market 0 show spot every slot; the slots keep none in slots 0-2.
+    realised = np.array([[0, 0, 0, 1, 1, 1], [1] * 6])
+    data = MarketData(tuple(markets(2)), 0.0, HOUR, np.ones((2, 6)), realised, np.ones((2, 6)),
+                      np.ones((2, 6), dtype=np.int64))
+    run = Scripted({0: {"j": Allocation(0, 1)}, 1: {"j": Allocation(1, 1)},
+                    3: {"j": Allocation(0, 1)}, 4: {"j": Allocation(0, 2)}})
+    result = simulate(data, [job(workload=6.0, soft=6 * HOUR, n_max=2)], run)
+    # Refused in slot 0; still empty through slot 2 though nobody asked; held through slot 3;
+    # two asked where one was left in slot 4.
+    assert [set(obs.denied) for obs in run.seen] == [set(), {0}, {0}, {0}, set(), {0}]
+    assert result.jobs[0].refusals == 2

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -71,6 +73,17 @@ def test_price_threshold_hides_expensive_spot_and_picks_a_cheap_market():
     obs = observe([view(j)], price=(2.0, 1.0), available=(1, 1))
     assert PredictionFree(theta=0.5).decide(obs)["j"] == Allocation(1, 1, 0)
     assert PredictionFree(theta=0.2).decide(obs) == {}
+
+
+def test_a_market_that_denied_spot_is_asked_only_where_no_other_offers_it():
+    j = job(workload=2.0, soft=10 * HOUR)
+    cheap_denied = replace(observe([view(j)], price=(1.0, 1.5), available=(1, 1)),
+                           denied=frozenset({0}))
+    assert PredictionFree().decide(cheap_denied)["j"] == Allocation(1, 1, 0)
+    alone = replace(cheap_denied, availability_now=np.array([1, 0]))
+    assert PredictionFree().decide(alone)["j"] == Allocation(0, 1, 0)
+    holding = replace(cheap_denied, jobs=(view(j, current=Allocation(0, 1, 0)),))
+    assert PredictionFree().decide(holding)["j"] == Allocation(0, 1, 0)
 
 
 def test_jobs_do_not_ask_for_spot_an_earlier_job_already_claimed():

@@ -130,6 +130,7 @@ market_views = st.builds(
     move_locality=st.none() | st.sampled_from(["same-region", "cross-region", "cross-cloud"]),
     move_egress_usd=st.none() | st.floats(0, 1e6),
     move_transfer_seconds=st.none() | st.floats(0, 1e5),
+    spot_denied=st.none() | st.booleans(),
 )
 
 

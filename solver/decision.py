@@ -37,12 +37,11 @@ class Explanation:
     forecast probability of spot capacity for the whole slot (``NaN`` while the forecaster
     knows nothing); ``spot_denied``: that market denied spot (refused or lost it) since it last
     held spot through a whole slot (:attr:`~solver.observation.Observation.denied`); ``move``:
-    what launching there moves (:mod:`solver.migration`; a launch
-    away from the checkpoint's place ``checkpoint``), :data:`~solver.migration.STAY` when the
-    job keeps what it holds; ``planner``: the planner that decided
-    (:mod:`solver.policies.routing`; a policy not made of planners decides itself: its name),
-    ``planner_reason`` why it has that planner, where the policy says (e.g. the backtest it was
-    chosen on, :mod:`solver.policies.evidence`).
+    what launching there moves (:mod:`solver.migration`; a launch away from the checkpoint's
+    place ``checkpoint``), :data:`~solver.migration.STAY` when the job keeps what it holds;
+    ``planner``: the planner that decided (:mod:`solver.policies.routing`; a policy not made of
+    planners decides itself: its name), ``planner_reason`` why it has that planner, where the
+    policy says (e.g. the backtest it was chosen on, :mod:`solver.policies.evidence`).
     """
 
     expected_cost_usd: float

@@ -97,7 +97,8 @@ class SlotUsage:
 
 
 class History:
-    """Closed slots' prices and availability, grown one slot at a time.
+    """Closed slots' prices and availability, and the availability their boundaries showed,
+    grown one slot at a time.
 
     Views handed to policies are read-only and never reach a slot that has not closed.
     """
@@ -105,20 +106,26 @@ class History:
     def __init__(self, n_markets: int, capacity: int = 256) -> None:
         self._price = np.full((n_markets, capacity), np.nan)
         self._availability = np.full((n_markets, capacity), -1, dtype=np.int64)
+        self._shown = np.full((n_markets, capacity), -1, dtype=np.int64)
         self._filled = 0
 
     def __len__(self) -> int:
         return self._filled
 
-    def append(self, price: np.ndarray, availability: np.ndarray) -> None:
+    def append(self, price: np.ndarray, availability: np.ndarray, shown: np.ndarray) -> None:
+        """Close a slot: its price and availability, and the availability its boundary
+        showed."""
         if self._filled == self._price.shape[1]:
             grow = self._price.shape[1]
             self._price = np.concatenate(
                 (self._price, np.full_like(self._price, np.nan)[:, :grow]), axis=1)
             self._availability = np.concatenate(
                 (self._availability, np.full_like(self._availability, -1)[:, :grow]), axis=1)
+            self._shown = np.concatenate(
+                (self._shown, np.full_like(self._shown, -1)[:, :grow]), axis=1)
         self._price[:, self._filled] = price
         self._availability[:, self._filled] = availability
+        self._shown[:, self._filled] = shown
         self._filled += 1
 
     def views(self) -> tuple[np.ndarray, np.ndarray]:
@@ -127,6 +134,12 @@ class History:
         price.flags.writeable = False
         availability.flags.writeable = False
         return price, availability
+
+    def shown(self) -> np.ndarray:
+        """The availability each closed slot's boundary showed (read-only)."""
+        shown = self._shown[:, : self._filled]
+        shown.flags.writeable = False
+        return shown
 
 
 class Engine:
@@ -170,7 +183,8 @@ class Engine:
         self._od_price = np.array([m.on_demand_price for m in self.markets])
         self._states: dict[str, JobState] = {}
         self._order: list[tuple[float, str]] = []
-        self._pending: tuple[int, list[tuple[JobState, Allocation | None]]] | None = None
+        self._pending: tuple[list[tuple[JobState, Allocation | None]], np.ndarray] | None = None
+        """The decided slot's requests, and the availability its boundary showed."""
         self._decided: dict[str, Allocation] = {}
         """The allocations of the last :meth:`decide`, to tell which jobs left since."""
         self.denied: frozenset[int] = frozenset()
@@ -318,7 +332,7 @@ class Engine:
             request = answer.get(state.job.id)
             decided[state.job.id] = request or self._idle(state)
             requests.append((state, request))
-        self._pending = (self.slot, requests)
+        self._pending = (requests, now[1])
         departures: dict[str, Departure] = {}
         for job_id, reason in failures.items():
             previous = before.get(job_id)
@@ -353,6 +367,7 @@ class Engine:
             migration=self.migration,
             past=self.past,
             denied=self.denied,
+            shown_history=self.history.shown(),
         )
 
     def _ask(self, obs: Observation) -> dict[str, Allocation]:
@@ -404,7 +419,7 @@ class Engine:
         """Close the decided slot with its realised values; returns what each job ran."""
         if self._pending is None:
             raise RuntimeError(f"slot {self.slot} was not decided before settling")
-        _, requests = self._pending
+        requests, shown = self._pending
         self._pending = None
         capacity = np.array(availability, dtype=np.int64)
         slot_h = self.slot_seconds / SECONDS_PER_HOUR
@@ -432,7 +447,7 @@ class Engine:
             if start + self.slot_seconds >= state.job.hard_deadline:
                 state.finished = True
         self.denied = frozenset(denied | {m for m in self.denied if availability[m] <= 0})
-        self.history.append(price, availability)
+        self.history.append(price, availability, shown)
         self.slot += 1
         if isinstance(self.policy, SettlementObserver):
             self.policy.observe_settled(np.asarray(price, dtype=float),

@@ -36,16 +36,21 @@ class JobView:
 class Past:
     """Closed slots before a scheduler's first slot, oldest first, on its slot grid: what the
     market did before the scheduler started deciding (``(markets, slots)`` arrays of realised
-    price and availability)."""
+    price and availability, and the availability each slot's boundary showed: ``shown``,
+    default the realised)."""
 
     price: np.ndarray
     availability: np.ndarray
+    shown: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        if self.price.ndim != 2 or self.price.shape != self.availability.shape:
-            raise ValueError(f"past price {self.price.shape} and availability "
-                             f"{self.availability.shape}: expected (markets, slots) arrays of "
-                             "one shape")
+        shapes = {self.price.shape, self.availability.shape} | (
+            set() if self.shown is None else {self.shown.shape})
+        if self.price.ndim != 2 or len(shapes) > 1:
+            raise ValueError(f"past price {self.price.shape}, availability "
+                             f"{self.availability.shape} and shown "
+                             f"{None if self.shown is None else self.shown.shape}: expected "
+                             "(markets, slots) arrays of one shape")
 
     def __len__(self) -> int:
         return int(self.price.shape[1])
@@ -63,7 +68,8 @@ class Observation:
     the closed slots before slot 0, when the scheduler was given them (:meth:`closed_slots`
     reads both as one history); ``denied`` the markets whose spot was denied to a request
     (refused or lost) in a slot since which they have not held spot through a whole slot: a
-    boundary there may show spot the slot will not keep.
+    boundary there may show spot the slot will not keep; ``shown_history`` the availability
+    the boundary of each closed slot showed (``None``: as realised; :meth:`closed_shown`).
     """
 
     slot: int
@@ -79,6 +85,7 @@ class Observation:
     migration: MigrationTable = DEFAULT_MIGRATION
     past: Past | None = None
     denied: frozenset[int] = frozenset()
+    shown_history: np.ndarray | None = None
 
     def move(self, view: JobView, market: int) -> Move:
         """What launching ``view``'s job in ``market`` now costs for its checkpoint."""
@@ -93,16 +100,28 @@ class Observation:
     def closed_slots(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """The price and availability of the last ``n`` closed slots (fewer when fewer are
         observable), oldest first: ``past`` followed by the history since slot 0."""
+        past = self.past
+        return (self._closed(n, None if past is None else past.price, self.price_history),
+                self._closed(n, None if past is None else past.availability,
+                             self.availability_history))
+
+    def closed_shown(self, n: int) -> np.ndarray:
+        """The availability the boundaries of the last ``n`` closed slots showed, as
+        :meth:`closed_slots` reads them (the realised availability where not recorded)."""
+        past = self.past
+        before = None if past is None else (
+            past.availability if past.shown is None else past.shown)
+        return self._closed(n, before, self.availability_history
+                            if self.shown_history is None else self.shown_history)
+
+    def _closed(self, n: int, past: np.ndarray | None, mine: np.ndarray) -> np.ndarray:
+        """The last ``n`` closed slots of a series: ``past``'s, then ``mine`` since slot 0."""
         n = max(0, min(n, self.closed))
-        mine = min(n, self.slot)
-        price = self.price_history[:, self.slot - mine:]
-        availability = self.availability_history[:, self.slot - mine:]
-        if n == mine or self.past is None:
-            return price, availability
-        before = n - mine
-        return (np.concatenate((self.past.price[:, len(self.past) - before:], price), axis=1),
-                np.concatenate((self.past.availability[:, len(self.past) - before:],
-                                availability), axis=1))
+        own = min(n, self.slot)
+        recent = mine[:, self.slot - own:]
+        if n == own or past is None:
+            return recent
+        return np.concatenate((past[:, past.shape[1] - (n - own):], recent), axis=1)
 
     @property
     def slot_hours(self) -> float:

@@ -262,7 +262,8 @@ chooser's backtest (48 h) and its forecasters' warm-up (120 h) read by default
 def past_before(data: MarketData, start: int) -> Past:
     """The up to :data:`PAST_HOURS` of closed slots of ``data`` before slot ``start``."""
     first = max(0, start - hours_to_slots(PAST_HOURS, data.slot_seconds, math.ceil))
-    return Past(data.price[:, first:start].copy(), data.availability[:, first:start].copy())
+    return Past(data.price[:, first:start].copy(), data.availability[:, first:start].copy(),
+                data.boundary_availability[:, first:start].copy())
 
 
 TAPES_KEPT = 3

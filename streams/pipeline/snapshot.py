@@ -6,7 +6,7 @@ its engine, its forecasters or its policy hold is kept — behind a one-line hea
 
     spotsched-snapshot <mac> {"bytes": 4242, "format": 2, "offset": 12345, "partition": 2,
                               "sequence": 7, "settings": "9f3c…", "sha256": "…",
-                              "stage": "market", "state_version": 5, "taken": 1767225600.0}
+                              "stage": "market", "state_version": 6, "taken": 1767225600.0}
     <zlib-compressed pickle>
 
 - ``mac``: the HMAC-SHA256, under the workers' snapshot key (:class:`SnapshotKeys`), of the
@@ -59,7 +59,7 @@ from streams.pipeline.snapshot_scan import check_nesting
 
 FORMAT = 2
 """The layout of a snapshot: header line (MAC, then fields), then the compressed pickle."""
-STATE_VERSION = 5
+STATE_VERSION = 6
 """The shape of the stages' state; a snapshot of another version is refused."""
 MAGIC = b"spotsched-snapshot "
 UNSIGNED_MAC = "unsigned"

@@ -5,6 +5,7 @@ from solver.decision import Departure
 from solver.engine import Engine, History
 from solver.job import Allocation
 from solver.market import MarketData
+from solver.observation import Past
 from solver.policies.baselines import OnDemandOnly
 from solver.simulator import simulate
 from tests.solver.helpers import HOUR, Scripted, flat_data, job, markets
@@ -16,9 +17,10 @@ def test_history_grows_and_never_shows_unclosed_slots():
         price, _ = history.views()
         assert price.shape == (2, t)
         assert price.base is None or np.isnan(np.asarray(price.base)[:, t:]).all()
-        history.append(np.array([t, t + 0.5]), np.array([t, 1]))
+        history.append(np.array([t, t + 0.5]), np.array([t, 1]), np.array([t + 1, 1]))
     price, avail = history.views()
     assert price[1].tolist() == [0.5, 1.5, 2.5, 3.5, 4.5] and avail[0].tolist() == [0, 1, 2, 3, 4]
+    assert history.shown()[0].tolist() == [1, 2, 3, 4, 5]
     with pytest.raises(ValueError):
         price[0, 0] = 1.0
 
@@ -90,3 +92,31 @@ def test_a_market_that_denied_spot_is_marked_until_it_holds_spot_through_a_slot(
     # two asked where one was left in slot 4.
     assert [set(obs.denied) for obs in run.seen] == [set(), {0}, {0}, {0}, set(), {0}]
     assert result.jobs[0].refusals == 2
+
+
+def test_a_policy_sees_what_each_closed_slot_showed_at_its_boundary():
+    # Market 0's boundaries show two instances every slot; its slots keep them in slot 1 only.
+    realised = np.array([[0, 2, 0, 0], [1] * 4])
+    shown = np.array([[2] * 4, [1] * 4])
+    data = MarketData(tuple(markets(2)), 0.0, HOUR, np.ones((2, 4)), realised, np.ones((2, 4)),
+                      shown)
+    run = Scripted({})
+    simulate(data, [job(workload=1.0, soft=4 * HOUR)], run, until_end=True)
+    last = run.seen[-1]
+    assert last.closed_shown(3).tolist() == shown[:, :3].tolist()
+    assert last.closed_slots(3)[1].tolist() == realised[:, :3].tolist()
+    assert last.closed_shown(2).tolist() == shown[:, 1:3].tolist()
+
+
+def test_closed_slots_before_the_first_read_their_shown_boundaries_from_the_past():
+    past = Past(np.ones((1, 3)), np.array([[0, 1, 0]]), np.array([[1, 1, 1]]))
+    data = flat_data([[1.0, 1.0]], [[1, 1]])
+    run = Scripted({})
+    simulate(data, [job(workload=1.0, soft=2 * HOUR)], run, past=past, until_end=True)
+    assert run.seen[-1].closed_shown(4).tolist() == [[1, 1, 1, 1]]
+    assert run.seen[-1].closed_slots(4)[1].tolist() == [[0, 1, 0, 1]]
+    # a past without its boundaries reads as realised
+    run = Scripted({})
+    simulate(data, [job(workload=1.0, soft=2 * HOUR)], run,
+             past=Past(np.ones((1, 3)), np.array([[0, 1, 0]])), until_end=True)
+    assert run.seen[-1].closed_shown(4).tolist() == [[0, 1, 0, 1]]

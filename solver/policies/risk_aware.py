@@ -11,7 +11,9 @@ is admitted and kept for its life:
 * a fixed-count job that, when admitted, shares a market it may use with another fixed-count
   job follows the prediction-free rule (:class:`~solver.policies.prediction_free.ThresholdRule`,
   safety share ``sigma``, jobs in the simulator's priority order): a program knows the market,
-  not the jobs that will come and take its spot;
+  not the jobs that will come and take its spot; so does one whose markets' slots keep too
+  little of the spot their boundaries show (:func:`~solver.policies.routing.boundaries_kept`): a
+  program reads the boundary as the slot's capacity;
 * a job of an instance range that may use spot follows the same rule when a market it may use
   usually offers its ``N_max`` instances when it has spot at all
   (:func:`~solver.policies.routing.roomy`): there spot is taken when it shows up, a reserve of

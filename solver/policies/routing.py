@@ -21,7 +21,9 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from solver.forecast.keep import KEEP_HOURS, kept_share
 from solver.job import Allocation, Allocations
+from solver.market import hours_to_slots
 from solver.observation import JobView, Observation
 
 PlannerName = Literal["program", "window", "rule"]
@@ -44,11 +46,14 @@ class Planner(Protocol):
 
 
 def route(view: JobView, programs: bool, plannable: Callable[[JobView], bool], shared: bool,
-          roomy: Callable[[JobView], bool]) -> PlannerName:
+          roomy: Callable[[JobView], bool], kept: Callable[[JobView], bool]) -> PlannerName:
     """The routing table. In a composition with stochastic programs (``programs``), a job at a
     fixed instance count that may use spot (:func:`fixed_count`) goes to the threshold rule when
     a market it may use is ``shared`` with another such job (a program knows the market, not the
-    jobs that will come and take its spot), else to the program when ``plannable`` (a market it
+    jobs that will come and take its spot) or when its markets' slots do not keep the spot their
+    boundaries show (not ``kept``, :func:`boundaries_kept`: a program reads the boundary as the
+    slot's capacity, the rule's memory of spot just denied does not), else to the program when
+    ``plannable`` (a market it
     may use has learned run hazards, or forecasts are exact, and the program fits), in one market
     or several; a job that may use spot at a range of instance counts goes to the threshold rule
     when ``roomy`` (:func:`roomy`, in a composition that routes such jobs by it), else to the
@@ -58,7 +63,7 @@ def route(view: JobView, programs: bool, plannable: Callable[[JobView], bool], s
         return WINDOW
     if not fixed_count(view):
         return RULE if view.job.allow_spot and roomy(view) else WINDOW
-    if shared:
+    if shared or not kept(view):
         return RULE
     return PROGRAM if plannable(view) else WINDOW
 
@@ -83,6 +88,30 @@ def roomy(obs: Observation, view: JobView) -> bool:
     on-demand count win."""
     return any(obs.outlooks[m].levels.share_at_least(view.job.n_max) >= ROOMY_SHARE
                for m, market in enumerate(obs.markets) if view.job.may_use(market.key))
+
+
+KEPT_SHARE = 0.9
+"""The share of the spot shown at their boundaries that the slots of a job's markets must keep
+(:func:`boundaries_kept`) for the routing table to send a fixed-count job to a program. Placed
+between the shares ``python bench/bench_kept_shares.py`` prints (10 windows a case): the
+market shapes keep at most 0.78 in a window of the tuning seeds (0.72 held out), where the rule
+is the cheapest planner of a lone job; every grid of a trace's own ticks (Can't Be Late and
+multi-region, six zones and one-node V100) keeps 1.0, where the programs are. Any threshold
+between routes those cases alike."""
+
+
+def boundaries_kept(obs: Observation, view: JobView) -> bool:
+    """True when the slots of the markets the job may use kept at least :data:`KEPT_SHARE` of
+    the job's ``n_max`` spot instances their boundaries showed over the last
+    :data:`~solver.forecast.keep.KEEP_HOURS` of closed slots (true without history): there a
+    program's reading of the boundary as the slot's capacity holds. On a grid of the trace's
+    own ticks every shown spot is kept; on slots longer than the markets' runs often are, a
+    boundary often shows a run that ends inside its slot."""
+    slots = hours_to_slots(KEEP_HOURS, obs.slot_seconds)
+    mine = [m for m, market in enumerate(obs.markets) if view.job.may_use(market.key)]
+    shown = obs.closed_shown(slots)[mine]
+    realised = obs.closed_slots(slots)[1][mine]
+    return kept_share(shown, realised, view.job.n_max) >= KEPT_SHARE
 
 
 class Chooser(Protocol):
@@ -131,7 +160,7 @@ class Router:
                 table = route(
                     v, self.programs, plannable,
                     shared=any(users[m.key] > 1 for m in obs.markets if v.job.may_use(m.key)),
-                    roomy=spacious)
+                    roomy=spacious, kept=lambda v: boundaries_kept(obs, v))
                 routes[v.id], reasons[v.id] = (
                     self._choose(obs, v, plannable, table) if self.chooser is not None
                     else (table, ""))

@@ -10,8 +10,17 @@ import pytest
 import solver
 from solver.engine import Engine
 from solver.forecast.levels import LevelModel
+from solver.market import MarketData
 from solver.policies import make_policy
-from solver.policies.routing import PLANNERS, PROGRAM, ROOMY_SHARE, RULE, WINDOW, Router
+from solver.policies.routing import (
+    KEPT_SHARE,
+    PLANNERS,
+    PROGRAM,
+    ROOMY_SHARE,
+    RULE,
+    WINDOW,
+    Router,
+)
 from tests.solver.helpers import HOUR, flat_data, job, markets
 
 POLICIES = Path(solver.__file__).parent / "policies"
@@ -40,10 +49,18 @@ def _views(*jobs):
     return tuple(JobView(j, j.workload, 0.0, None) for j in jobs)
 
 
+def _no_history(obs):
+    """``obs`` with no closed slot to read."""
+    obs.slot_seconds = HOUR
+    obs.closed_shown = lambda n: np.zeros((2, 0), dtype=np.int64)
+    obs.closed_slots = lambda n: (np.zeros((2, 0)), np.zeros((2, 0), dtype=np.int64))
+    return obs
+
+
 def test_a_route_is_decided_when_the_job_is_first_seen_and_kept_for_its_life():
     fixed, ranged = job(id="fixed"), job(id="ranged", n_min=1, n_max=3)
     router = Router(programs=True)
-    obs = type("Obs", (), {})()
+    obs = _no_history(type("Obs", (), {})())
     obs.markets = tuple(markets(2))
     obs.jobs = _views(fixed, ranged)
     assert dict(router.assign(obs, lambda v: True)) == {"fixed": PROGRAM, "ranged": WINDOW}
@@ -90,6 +107,29 @@ def test_a_job_of_an_instance_range_follows_the_rule_where_spot_usually_holds_it
                       job(id="no-spot", n_min=1, n_max=2, allow_spot=False))
     assert dict(Router(programs=True, ranged_rule=True).assign(obs, lambda v: True)) == {
         "confined": WINDOW, "no-spot": WINDOW}
+
+
+def _flickering(kept: bool) -> MarketData:
+    """Two markets whose boundaries show spot in every slot; their slots keep it in every
+    other slot, or (``kept``) in every slot."""
+    slots = 24
+    shown = np.ones((2, slots), dtype=np.int64)
+    realised = shown.copy() if kept else np.tile([1, 0], (2, slots // 2))
+    price = np.full((2, slots), 1.0)
+    return MarketData(tuple(markets(2)), 0.0, HOUR, price, realised, price.copy(), shown)
+
+
+@pytest.mark.parametrize("name", ["risk-aware", "chc"])
+def test_a_fixed_count_job_follows_the_rule_where_slots_lose_the_spot_boundaries_show(name):
+    """A program reads the boundary as the slot's capacity: a fixed-count job whose markets'
+    slots kept less than KEPT_SHARE of the spot their boundaries showed goes to the rule; where
+    they kept it, to the program."""
+    assert 0.5 < KEPT_SHARE <= 1.0
+    fixed = job(id="fixed", workload=3.0, release=12 * HOUR, soft=22 * HOUR,
+                restart_overhead=300.0)
+    for kept, planner in ((False, RULE), (True, PROGRAM)):
+        decided = _decisions(make_policy(name), _flickering(kept), [fixed])
+        assert {d.planners["fixed"] for d in decided if "fixed" in d.planners} == {planner}
 
 
 def _decisions(policy, data, jobs):

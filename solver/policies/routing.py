@@ -53,12 +53,11 @@ def route(view: JobView, programs: bool, plannable: Callable[[JobView], bool], s
     jobs that will come and take its spot) or when its markets' slots do not keep the spot their
     boundaries show (not ``kept``, :func:`boundaries_kept`: a program reads the boundary as the
     slot's capacity, the rule's memory of spot just denied does not), else to the program when
-    ``plannable`` (a market it
-    may use has learned run hazards, or forecasts are exact, and the program fits), in one market
-    or several; a job that may use spot at a range of instance counts goes to the threshold rule
-    when ``roomy`` (:func:`roomy`, in a composition that routes such jobs by it), else to the
-    window program, as does every other job. A composition without programs sends every job to
-    the window program."""
+    ``plannable`` (a market it may use has learned run hazards, or forecasts are exact, and the
+    program fits), in one market or several; a job that may use spot at a range of instance
+    counts goes to the threshold rule when ``roomy`` (:func:`roomy`, in a composition that
+    routes such jobs by it), else to the window program, as does every other job. A composition
+    without programs sends every job to the window program."""
     if not programs:
         return WINDOW
     if not fixed_count(view):

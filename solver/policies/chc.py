@@ -6,8 +6,8 @@ stochastic window programs of :mod:`solver.policies.stochastic_planner` (over th
 window, the work left after it valued at on-demand to the end: the terminal condition below),
 in one market or several, or the prediction-free rule when it shares a market with another
 fixed-count job or its markets' slots keep too little of the spot their boundaries show; every
-other job, or every job with point or perfect forecasts, is planned by
-the deterministic window programs below (:class:`WindowPlanner`).
+other job, or every job with point or perfect forecasts, is planned by the deterministic window
+programs below (:class:`WindowPlanner`).
 
 ``v`` fixed-horizon controllers run staggered: controller ``k`` re-solves at the slots ``t``
 with ``t mod v = k``, on the forecast of the next ``w`` slots, and commits to the first ``v``

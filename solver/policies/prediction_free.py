@@ -32,6 +32,7 @@ offers spot: its boundary showed spot the slot did not keep, and a refusal costs
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -40,7 +41,7 @@ from solver.job import Allocation, Allocations
 from solver.observation import JobView, Observation
 from solver.policies.base import PolicyBase
 from solver.policies.common import claim, fit_cap, on_demand, one_by_one, spot
-from solver.policies.routing import RULE
+from solver.policies.routing import RULE, fixed_count
 
 
 class PredictionFree(PolicyBase):
@@ -110,29 +111,38 @@ class ThresholdRule:
     in the programs' spot order (:func:`spot_order`) with ``behind_first``, else in the
     simulator's priority order, as :class:`PredictionFree` decides them, where a job keeps its
     place from slot to slot and jobs running at a range of counts on one market's spot do not
-    take it from each other's runs."""
+    take it from each other's runs. A job at a fixed instance count that may use spot runs with
+    safety share ``fixed_sigma`` (default ``sigma``)."""
 
     name = RULE
 
-    def __init__(self, sigma: float = 1.0, behind_first: bool = True) -> None:
-        self.rule = PredictionFree(sigma=sigma)
+    def __init__(self, sigma: float = 1.0, behind_first: bool = True,
+                 fixed_sigma: float | None = None) -> None:
+        self.ranged = PredictionFree(sigma=sigma)
+        self.fixed = self.ranged if fixed_sigma is None else PredictionFree(sigma=fixed_sigma)
         self.behind_first = behind_first
+
+    def rule(self, view: JobView) -> PredictionFree:
+        """The rule that decides ``view``'s job: by whether it runs at a fixed count
+        (:func:`~solver.policies.routing.fixed_count`)."""
+        return self.fixed if fixed_count(view) else self.ranged
 
     def plan(self, obs: Observation) -> tuple[dict[str, Allocation | None], np.ndarray]:
         left = np.array(obs.availability_now, dtype=np.int64)
         out: dict[str, Allocation | None] = {}
         for view in spot_order(obs, self.rule) if self.behind_first else obs.jobs:
-            out[view.id] = choice = self.rule.decide_job(obs, view, left)
+            out[view.id] = choice = self.rule(view).decide_job(obs, view, left)
             claim(left, choice)
         return out, left
 
 
-def spot_order(obs: Observation, rule: PredictionFree) -> tuple[JobView, ...]:
-    """The jobs in the order spot goes to them: first those ``rule`` sees behind (they would
-    buy on-demand for want of spot), then the others; in each group the jobs running on spot,
-    then the others, in the given (priority) order."""
+def spot_order(obs: Observation, rule: Callable[[JobView], PredictionFree]
+               ) -> tuple[JobView, ...]:
+    """The jobs in the order spot goes to them: first those their ``rule`` sees behind (they
+    would buy on-demand for want of spot), then the others; in each group the jobs running on
+    spot, then the others, in the given (priority) order."""
     def key(view: JobView) -> tuple[bool, bool]:
         holds = view.current is not None and view.current.spot > 0
-        return rule.margin(obs, view) >= 0, not holds
+        return rule(view).margin(obs, view) >= 0, not holds
 
     return tuple(sorted(obs.jobs, key=key))

@@ -10,20 +10,20 @@ is admitted and kept for its life:
   markets worth it, moves between them priced (restart overhead, transfer time, egress);
 * a fixed-count job that, when admitted, shares a market it may use with another fixed-count
   job follows the prediction-free rule (:class:`~solver.policies.prediction_free.ThresholdRule`,
-  safety share ``sigma``, jobs in the simulator's priority order): a program knows the market,
-  not the jobs that will come and take its spot; so does one whose markets' slots keep too
-  little of the spot their boundaries show (:func:`~solver.policies.routing.boundaries_kept`): a
-  program reads the boundary as the slot's capacity;
-* a job of an instance range that may use spot follows the same rule when a market it may use
-  usually offers its ``N_max`` instances when it has spot at all
+  safety share ``fixed_sigma``, jobs in the simulator's priority order): a program knows the
+  market, not the jobs that will come and take its spot; so does one whose markets' slots keep
+  too little of the spot their boundaries show
+  (:func:`~solver.policies.routing.boundaries_kept`): a program reads the boundary as the
+  slot's capacity;
+* a job of an instance range that may use spot follows the same rule (safety share ``sigma``)
+  when a market it may use usually offers its ``N_max`` instances when it has spot at all
   (:func:`~solver.policies.routing.roomy`): there spot is taken when it shows up, a reserve of
   slack kept, rather than planned on one path of a capacity the job shares with others;
 * any other job (an instance range on markets of little spot, or one whose markets have no run
-  hazards learned yet) is
-  planned by Committed Horizon Control's window program on the distributions
-  (:class:`~solver.policies.forecast_sources.DistributionForecast`: spot only where it is
-  ``confidence`` likely, priced with the expected cost of losing it), re-solved every slot, on
-  the spot the other planners' jobs left.
+  hazards learned yet) is planned by Committed Horizon Control's window program on the
+  distributions (:class:`~solver.policies.forecast_sources.DistributionForecast`: spot only
+  where it is ``confidence`` likely, priced with the expected cost of losing it), re-solved
+  every slot, on the spot the other planners' jobs left.
 
 That is the routing table (``choose=routes``, the default). With ``choose=evidence`` a job's
 planner is instead chosen for its class of job by a backtest on the market's recent closed
@@ -34,6 +34,8 @@ until enough history is closed.
 """
 
 from __future__ import annotations
+
+import math
 
 from solver.market import MarketData
 from solver.policies.base import PolicyBase
@@ -51,6 +53,17 @@ docs/results/shapes-evidence.md (``python bench/results.py --windows 10 --page
 shapes-evidence``, 10 windows a shape): mean utility over the optimum's across the 24 shapes
 0.729, 0.731, 0.735 and 0.737 at margins 0.1, 0.15, 0.25 and 0.5, mean cost over the optimum's
 1.481, 1.486, 1.498 and 1.515; 0.25 is within 0.002 of 0.5's utility at a lower cost."""
+
+FIXED_SIGMA = 1.0
+"""The rule's safety share for a fixed-count job the routing table sends to it (one sharing a
+market, or on markets whose slots keep too little of the spot their boundaries show). Chosen
+on the tuning seeds of the market shapes (``spotsched evaluate --scenario shapes --seeds tune
+--windows 10 --policy risk-aware:fixed_sigma=0.5 --policy risk-aware:fixed_sigma=0.75 --policy
+risk-aware``) at shares 0.5 / 0.75 / 1: one job on 3 zones, mean cost 66.01 / 67.33 / 65.46 USD
+(0 GB) and 66.48 / 65.41 / 65.44 USD (50 GB), on 6, 13 and 30 zones the same at every share;
+fleets of fixed-count jobs, mean utility per job over their 8 shapes 90.95 / 91.72 / 91.71
+USD. Uniform Progress's share, as ``chc``'s rule; a job of an instance range keeps ``sigma``
+(chosen on ``scarce``, where every job is one)."""
 
 CHOICES = ("routes", "evidence")
 """How a job's planner is chosen: by the routing table, or on the market's evidence
@@ -78,6 +91,7 @@ class RiskAware(Composition, PolicyBase):
         solves: int = 12,
         markets: int = 3,
         sigma: float = 0.5,
+        fixed_sigma: float = FIXED_SIGMA,
         choose: str = "routes",
         backtest_hours: float = 48.0,
         cadence_hours: float = 24.0,
@@ -88,6 +102,10 @@ class RiskAware(Composition, PolicyBase):
     ) -> None:
         if choose not in CHOICES:
             raise ValueError(f"choose={choose!r}: expected one of {', '.join(CHOICES)}")
+        for field, share in (("sigma", sigma), ("fixed_sigma", fixed_sigma)):
+            if not (math.isfinite(share) and share >= 0):
+                raise ValueError(f"{field}={share!r}: expected a finite share >= 0 of the "
+                                 "initial slack")
         if source is None:
             source = (DistributionForecast(confidence) if forecast == "distribution"
                       else make_source(forecast, data))
@@ -99,6 +117,7 @@ class RiskAware(Composition, PolicyBase):
         self.solves = solves
         self.markets = markets
         self.sigma = sigma
+        self.fixed_sigma = fixed_sigma
         self.choose = choose
         self.backtest_hours = backtest_hours
         self.cadence_hours = cadence_hours
@@ -108,8 +127,8 @@ class RiskAware(Composition, PolicyBase):
         super().__init__(
             StochasticPlanner(source, resolve_hours, None, solves, markets),
             WindowPlanner(window_hours, 1, "decomposed", source, "highs", WINDOW_LIMITS),
-            ThresholdRule(sigma, behind_first=False), ranged_rule=True, chooser=chooser,
-            only=only)
+            ThresholdRule(sigma, behind_first=False, fixed_sigma=fixed_sigma), ranged_rule=True,
+            chooser=chooser, only=only)
 
     def routed_to(self, planner: PlannerName | None) -> RiskAware:
         """This policy with every job routed to ``planner``, or by the routing table

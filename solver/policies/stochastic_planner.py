@@ -196,7 +196,7 @@ class StochasticPlanner:
     def plan(self, obs: Observation) -> tuple[dict[str, Allocation | None], np.ndarray]:
         """Allocations (``None``: idle) of the jobs of ``obs`` by their programs, and the spot
         they left per market."""
-        obs = replace(obs, jobs=spot_order(obs, self._order))
+        obs = replace(obs, jobs=spot_order(obs, lambda view: self._order))
         at = _Boundary(obs, self.source, self._window(obs))
         left = np.array(obs.availability_now, dtype=np.int64)
         out: dict[str, Allocation | None] = {}

@@ -14,9 +14,9 @@ replays."""
 FLICKER = (np.full((1, SLOTS), 1.0), np.array([[t % 2 for t in range(SLOTS)]]), 0.0)
 """Cheap spot every other hour and no restart overhead: taking spot whenever it shows up (the
 rule) beats planning on it."""
-COSTLY_RESTARTS = (np.full((1, SLOTS), 2.5), np.array([[(t // 6) % 2 for t in range(SLOTS)]]),
+COSTLY_RESTARTS = (np.full((1, SLOTS), 2.5), np.array([[(t // 4) % 2 for t in range(SLOTS)]]),
                    1800.0)
-"""Spot at 2.5 of 3.0 USD/h in 6 h runs and a half-hour restart: the rule's restarts cost more
+"""Spot at 2.5 of 3.0 USD/h in 4 h runs and a half-hour restart: the rule's restarts cost more
 than spot saves; the program keeps on-demand."""
 
 

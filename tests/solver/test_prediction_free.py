@@ -146,3 +146,30 @@ def test_the_rules_safety_share_as_a_planner():
     obs = observe([view(j, remaining=4.0)], available=(0,), time=4 * HOUR)
     assert ThresholdRule(sigma=1.0).plan(obs)[0]["j"] == OD
     assert ThresholdRule(sigma=0.5).plan(obs)[0]["j"] is None
+
+
+def test_the_rule_as_a_planner_gives_a_fixed_count_job_its_own_safety_share():
+    """Both a fixed-count and a ranged job a little behind Uniform Progress: each goes
+    on-demand under safety share 1 and waits for spot under 0.5, whichever of the two shares
+    (``sigma`` for a range, ``fixed_sigma`` for a fixed count) is 1."""
+    fixed = job(id="fixed", workload=6.0, soft=10 * HOUR)
+    ranged = job(id="ranged", workload=12.0, soft=10 * HOUR, n_min=1, n_max=2)
+    obs = observe([view(fixed, remaining=4.0), view(ranged, remaining=8.0)], available=(0,),
+                  time=4 * HOUR)
+    for v in obs.jobs:
+        assert PredictionFree(sigma=1.0).margin(obs, v) < 0 <= PredictionFree(
+            sigma=0.5).margin(obs, v)
+    fixed_first = ThresholdRule(sigma=0.5, fixed_sigma=1.0).plan(obs)[0]
+    assert fixed_first["fixed"] == OD and fixed_first["ranged"] is None
+    ranged_first = ThresholdRule(sigma=1.0, fixed_sigma=0.5).plan(obs)[0]
+    assert ranged_first["fixed"] is None and ranged_first["ranged"] == Allocation(0, 0, 2)
+    alike = ThresholdRule(sigma=0.5).plan(obs)[0]
+    assert alike["fixed"] is None and alike["ranged"] is None
+
+
+@pytest.mark.parametrize("field", ["sigma", "fixed_sigma"])
+def test_risk_aware_refuses_a_negative_safety_share_by_its_name(field):
+    with pytest.raises(ValueError, match=rf"policy risk-aware: {field}=-0\.5: expected a "
+                                         "finite share >= 0 of the initial slack"):
+        make_policy(f"risk-aware:{field}=-0.5")
+

@@ -94,13 +94,17 @@ def fit_cap(obs: Observation, view: JobView, choice: Allocation | None) -> Alloc
 
 
 def spot(obs: Observation, view: JobView, available: np.ndarray | None = None,
-         avoid_denied: bool = False) -> Allocation | None:
+         avoid_denied: bool = False, fullest: bool = False) -> Allocation | None:
     """Spot in the current market while it still offers ``n_min`` instances, else in the
     cheapest allowed market that does; as many instances as available up to ``n_max`` and the
     job's cap. ``available`` (default: what the boundary shows) is the spot left per market.
     With ``avoid_denied``, a market that denied spot since it last held it
     (:attr:`~solver.observation.Observation.denied`) is asked only when no other one offers
-    (the market where the job holds spot is never avoided)."""
+    (the market where the job holds spot is never avoided). With ``fullest``, only the markets
+    offering the most of the instances the job can use (up to ``n_max`` and its cap) are
+    considered, the current one if it is among them, else the cheapest: a job of an instance
+    range does not stay on a market's few instances while another holds all of it (a job at a
+    fixed count is offered the same count wherever it may go)."""
     job = view.job
     if not job.allow_spot:
         return None
@@ -117,6 +121,10 @@ def spot(obs: Observation, view: JobView, available: np.ndarray | None = None,
         options = [o for o in options if o[1] not in obs.denied or o[1] == held] or options
     if not options:
         return None
+    if fullest:
+        usable = {i: min(int(available[i]), affordable_spot(obs, view, i), job.n_max)
+                  for _, i in options}
+        options = [o for o in options if usable[o[1]] == max(usable.values())]
     if current is not None and any(i == current.market for _, i in options):
         market = current.market
     else:

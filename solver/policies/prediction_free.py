@@ -16,6 +16,11 @@ only as far as the jobs before (in spot-priority order) have not claimed it this
 policy does not ask for capacity its own jobs already hold. A market that denied spot (refused
 or lost it) since it last held spot through a whole slot is asked only where no other market
 offers spot: its boundary showed spot the slot did not keep, and a refusal costs the slot.
+A job of an instance range goes where spot offers the most of the instances it can use (the
+market it is on if that is one, else the cheapest): staying on a market's few instances while
+another holds all of the job runs it at a fraction of its speed and tops it up with on-demand
+once behind (on the tuning seeds of the market shapes, fleets of such jobs on 13 and 30 zones
+cost 5 and 6 % less this way).
 
 * Off on-demand: spot when available (topped up with on-demand to ``n_max`` while the margin
   is negative); without spot, on-demand at ``n_max`` once the margin is negative, idle before.
@@ -90,8 +95,8 @@ class PredictionFree(PolicyBase):
         overhead = job.restart_overhead
         margin = self.margin(obs, view)
         if margin == -math.inf:
-            return on_demand(obs, view) or spot(free, view, avoid_denied=True)
-        choice = spot(free, view, avoid_denied=True)
+            return on_demand(obs, view) or spot(free, view, avoid_denied=True, fullest=True)
+        choice = spot(free, view, avoid_denied=True, fullest=True)
         current = view.current
         if current is not None and current.spot == 0:
             if choice is not None and (margin > -self.tolerance * overhead or overhead == 0):

@@ -167,6 +167,20 @@ def test_the_rule_as_a_planner_gives_a_fixed_count_job_its_own_safety_share():
     assert alike["fixed"] is None and alike["ranged"] is None
 
 
+
+def test_a_job_of_an_instance_range_goes_where_spot_holds_the_most_of_it():
+    """On a market still offering its N_min, the job moves to a dearer one offering all of
+    it; where its market offers as much as any, it stays; the cheapest of equals otherwise."""
+    j = job(workload=4.0, soft=20 * HOUR, n_min=1, n_max=4)
+    on_first = view(j, remaining=3.0, current=Allocation(0, 4, 0))
+    rule = PredictionFree()
+    assert rule.decide(observe([on_first], price=(1.0, 1.2), available=(1, 4),
+                               time=HOUR))["j"] == Allocation(1, 4, 0)
+    assert rule.decide(observe([on_first], price=(1.2, 1.0), available=(4, 4),
+                               time=HOUR))["j"] == Allocation(0, 4, 0)
+    assert rule.decide(observe([view(j)], price=(1.2, 1.0, 1.1), available=(3, 3, 1)
+                               ))["j"] == Allocation(1, 3, 0)
+
 @pytest.mark.parametrize("field", ["sigma", "fixed_sigma"])
 def test_risk_aware_refuses_a_negative_safety_share_by_its_name(field):
     with pytest.raises(ValueError, match=rf"policy risk-aware: {field}=-0\.5: expected a "

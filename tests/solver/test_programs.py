@@ -268,7 +268,7 @@ def test_spot_goes_to_the_jobs_behind_then_to_those_running_on_it_then_in_priori
             "spot-ahead": Allocation(0, spot=1)}
     views = tuple(SimpleNamespace(id=k, current=a) for k, a in held.items())
     rule = SimpleNamespace(margin=lambda obs, view: -1.0 if view.id.endswith("behind") else 1.0)
-    order = spot_order(SimpleNamespace(jobs=views), rule)
+    order = spot_order(SimpleNamespace(jobs=views), lambda view: rule)
     assert [v.id for v in order] == ["spot-behind", "idle-behind", "spot-ahead", "idle-ahead",
                                      "od-ahead"]
 

@@ -27,9 +27,9 @@ def test_the_registry_lists_every_policy_once_in_display_order_under_its_class_n
     ("nope", "policy='nope': expected one of on-demand, spot-only, greedy"),
     ("risk-aware:markets=x", "policy risk-aware: markets='x': expected a whole number"),
     ("risk-aware:market=3", "policy risk-aware: parameter 'market': expected one of: "
-                            "backtest_hours, cadence_hours, choose, confidence, forecast, margin, "
-                            "markets, resolve_hours, sigma, solves, window_hours (did you mean "
-                            "'markets'?)"),
+                            "backtest_hours, cadence_hours, choose, confidence, fixed_sigma, "
+                            "forecast, margin, markets, resolve_hours, sigma, solves, "
+                            "window_hours (did you mean 'markets'?)"),
     ("greedy:sigma=1", "policy greedy: parameter 'sigma': expected one of: none"),
     ("prediction-free:sigma=inf", "policy prediction-free: sigma='inf': expected a finite "
                                   "number"),

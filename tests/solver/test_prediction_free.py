@@ -167,7 +167,6 @@ def test_the_rule_as_a_planner_gives_a_fixed_count_job_its_own_safety_share():
     assert alike["fixed"] is None and alike["ranged"] is None
 
 
-
 def test_a_job_of_an_instance_range_goes_where_spot_holds_the_most_of_it():
     """On a market still offering its N_min, the job moves to a dearer one offering all of
     it; where its market offers as much as any, it stays; the cheapest of equals otherwise."""
@@ -181,9 +180,9 @@ def test_a_job_of_an_instance_range_goes_where_spot_holds_the_most_of_it():
     assert rule.decide(observe([view(j)], price=(1.2, 1.0, 1.1), available=(3, 3, 1)
                                ))["j"] == Allocation(1, 3, 0)
 
+
 @pytest.mark.parametrize("field", ["sigma", "fixed_sigma"])
 def test_risk_aware_refuses_a_negative_safety_share_by_its_name(field):
     with pytest.raises(ValueError, match=rf"policy risk-aware: {field}=-0\.5: expected a "
                                          "finite share >= 0 of the initial slack"):
         make_policy(f"risk-aware:{field}=-0.5")
-

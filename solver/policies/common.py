@@ -124,7 +124,8 @@ def spot(obs: Observation, view: JobView, available: np.ndarray | None = None,
     if fullest:
         usable = {i: min(int(available[i]), affordable_spot(obs, view, i), job.n_max)
                   for _, i in options}
-        options = [o for o in options if usable[o[1]] == max(usable.values())]
+        most = max(usable.values())
+        options = [o for o in options if usable[o[1]] == most]
     if current is not None and any(i == current.market for _, i in options):
         market = current.market
     else:

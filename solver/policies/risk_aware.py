@@ -35,14 +35,12 @@ until enough history is closed.
 
 from __future__ import annotations
 
-import math
-
 from solver.market import MarketData
 from solver.policies.base import PolicyBase
 from solver.policies.chc import WINDOW_LIMITS, WindowPlanner
 from solver.policies.evidence import EvidenceChooser
 from solver.policies.forecast_sources import DistributionForecast, ForecastSource, make_source
-from solver.policies.prediction_free import ThresholdRule
+from solver.policies.prediction_free import ThresholdRule, check_safety_share
 from solver.policies.routing import Composition, PlannerName
 from solver.policies.stochastic_planner import StochasticPlanner
 
@@ -102,10 +100,8 @@ class RiskAware(Composition, PolicyBase):
     ) -> None:
         if choose not in CHOICES:
             raise ValueError(f"choose={choose!r}: expected one of {', '.join(CHOICES)}")
-        for field, share in (("sigma", sigma), ("fixed_sigma", fixed_sigma)):
-            if not (math.isfinite(share) and share >= 0):
-                raise ValueError(f"{field}={share!r}: expected a finite share >= 0 of the "
-                                 "initial slack")
+        check_safety_share("sigma", sigma)
+        check_safety_share("fixed_sigma", fixed_sigma)
         if source is None:
             source = (DistributionForecast(confidence) if forecast == "distribution"
                       else make_source(forecast, data))

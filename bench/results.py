@@ -201,7 +201,12 @@ PAGES = (
          (Run("The held-out half of the market seeds",
               "`risk-aware` by its table and on evidence, its members, `greedy`, the optimum.",
               ("--scenario", "shapes", "--seeds", "held-out", *EVIDENCE),
-              verdicts=EVIDENCE_VERDICTS),)),
+              verdicts=EVIDENCE_VERDICTS),
+          Run("The lone job, 30 windows",
+              "A lone job's bill is one window's luck (one job, where a fleet has 20): its eight "
+              "shapes again over 30 windows, the evaluation's default.",
+              ("--scenario", "shapes", "--seeds", "held-out", "--workload", "one",
+               "--windows", "30", *EVIDENCE), seeded=False, verdicts=EVIDENCE_VERDICTS))),
 )
 
 

@@ -41,6 +41,12 @@ def _seed_splits() -> tuple[str, ...]:
     return SEED_SPLITS
 
 
+def _shape_workloads() -> tuple[str, ...]:
+    from solver.evaluation.shapes import WORKLOADS
+
+    return WORKLOADS
+
+
 def _forecast_kinds() -> tuple[str, ...]:
     from solver.policies.forecast_sources import FORECAST_KINDS
 
@@ -74,6 +80,12 @@ def evaluate(
         metavar="<half>", help="shapes: the half of the market seeds to play: tune (to choose "
         "parameters on) or held-out (to report on).",
         callback=one_of(_seed_splits))] = "held-out",
+    workload: Annotated[list[str] | None, typer.Option(
+        metavar="<kind>", help="shapes: a kind of workload to play, one, fixed or elastic; "
+        "repeatable. Default: all three.", callback=one_of(_shape_workloads))] = None,
+    zone_count: Annotated[list[int] | None, typer.Option(
+        metavar="<count>", help="shapes: a zone count to play, 1 to 30; repeatable. Default: "
+        "3, 6, 13 and 30.")] = None,
     seed: Annotated[int, typer.Option(
         help="Seed of the windows, workloads and learners.", callback=non_negative)] = 0,
     forecast: Annotated[str, typer.Option(
@@ -92,8 +104,9 @@ def evaluate(
         metavar="<hours>", help="cant-be-late: restart overhead in hours; repeatable. Default: "
         "0.02 and 0.2; multi-region: one (default 0.2).")] = None,
     checkpoint_gb: Annotated[list[float] | None, typer.Option(
-        metavar="<gb>", help="multi-region: checkpoint size in GB, a case each; repeatable. "
-        "Default: 0, 50 and 500.", callback=at_least(0.0, "a size >= 0 GB"))] = None,
+        metavar="<gb>", help="multi-region and shapes: checkpoint size in GB, a case each; "
+        "repeatable. Default: 0, 50 and 500; shapes: 0 and 50.",
+        callback=at_least(0.0, "a size >= 0 GB"))] = None,
     zone: Annotated[list[str] | None, typer.Option(
         metavar="<zone>", help="multi-region: a zone of the traces the job may use; "
         "repeatable. Default: every market of the traces.")] = None,
@@ -147,9 +160,14 @@ def evaluate(
     from solver.choices import one_of
     from solver.evaluation.evaluate import EvaluationSettings
     from solver.evaluation.resample import resample_availability
+    from solver.evaluation.shape_markets import REGIONS, ZONES_PER_REGION
     from solver.evaluation.shapes import DEFAULT_SHAPES
     from solver.policies.forecast_sources import FORECAST_KINDS
 
+    most = ZONES_PER_REGION * len(REGIONS)
+    for count in zone_count or ():
+        if not 1 <= count <= most:
+            fail(ValueError(f"--zone-count {count}: expected 1 to {most}"))
     if cache_dir is None and not no_cache:
         cache_dir = default_cache_dir()
         expected = unwritable(cache_dir)
@@ -172,7 +190,11 @@ def evaluate(
         multi = _multi_region_spec("multi-region" in scenarios, work_hours, deadline_hours,
                                    overhead_hours, checkpoint_gb, zone, window_index,
                                    transfer_time, migration_table)
-        shapes = replace(DEFAULT_SHAPES, seeds=seeds, windows=windows or DEFAULT_SHAPES.windows)
+        shapes = replace(
+            DEFAULT_SHAPES, seeds=seeds, windows=windows or DEFAULT_SHAPES.windows,
+            workloads=tuple(workload or DEFAULT_SHAPES.workloads),
+            zone_counts=tuple(zone_count or DEFAULT_SHAPES.zone_counts),
+            checkpoints_gb=tuple(checkpoint_gb or DEFAULT_SHAPES.checkpoints_gb))
         with writing():
             run_evaluation(ticks, source, scenarios, policy, windows or 30, seed, console, plots,
                            json_file, settings, tasks, value_of_forecasts, multi, execution,

@@ -66,6 +66,30 @@ def test_the_tables_give_cost_ratios_and_for_fleets_utility_ratios():
     assert "policy elastic 0GB" in fleets and "greedy —" in fleets  # optimum's utility < 0
 
 
+def test_evaluate_plays_only_the_workloads_zone_counts_and_checkpoints_asked_for(
+        tmp_path, tiny_suite):
+    out = tmp_path / "shapes.json"
+    result = CliRunner().invoke(app, [
+        "evaluate", "--scenario", "shapes", "--windows", "1", "--workload", "fixed",
+        "--zone-count", "6", "--checkpoint-gb", "0", "--checkpoint-gb", "5",
+        "--policy", "on-demand", "--workers", "1", "--no-cache", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    entries = json.loads(out.read_text())["scenarios"]
+    assert [e["name"] for e in entries] == ["shapes 6 zones fixed 0GB",
+                                            "shapes 6 zones fixed 5GB"]
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), [
+    ("--workload", "lone", "--workload lone: expected one of one, fixed, elastic"),
+    ("--zone-count", "31", "--zone-count 31: expected 1 to 30"),
+    ("--zone-count", "0", "--zone-count 0: expected 1 to 30"),
+])
+def test_evaluate_refuses_a_shape_it_cannot_draw(flag, value, message):
+    result = CliRunner().invoke(app, ["evaluate", "--scenario", "shapes", flag, value])
+    assert result.exit_code != 0
+    assert f"error: {message}" in " ".join(result.output.split())
+
+
 def test_evaluate_refuses_a_seed_half_it_does_not_know():
     result = CliRunner().invoke(app, ["evaluate", "--scenario", "shapes", "--seeds", "test"])
     assert result.exit_code != 0

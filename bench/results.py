@@ -45,6 +45,9 @@ HELD_OUT = tuple(f"{ONE_NODE}/{z}_v100_1.json" for z in ("us-east-1c", "us-east-
 PLANNERS = tuple(a for p in ("uniform-progress", "prediction-free", "chc", "risk-aware",
                              "policy-selection", "optimum") for a in ("--policy", p))
 
+CHOSEN = tuple(a for p in ("risk-aware", "risk-aware:choose=evidence", "optimum")
+               for a in ("--policy", p))
+
 EVIDENCE = tuple(a for p in ("risk-aware", "risk-aware:choose=evidence", "chc", "prediction-free",
                              "greedy", "optimum") for a in ("--policy", p))
 
@@ -194,6 +197,27 @@ PAGES = (
                *(a for m in ("0.1", "0.15", "0.25", "0.5") for a in (
                    "--policy", f"risk-aware:choose=evidence,margin={m}")),
                "--policy", "optimum")))),
+    Page("evidence-traces", "The planner chosen on evidence, on the public traces",
+         "`risk-aware` by its routing table and on evidence (`choose=evidence`, [how](../solver"
+         ".md#how-the-planner-is-chosen)), with the hindsight optimum, on every scenario of "
+         "the public traces: the markets the routing table was tuned on, where the evidence "
+         "should keep its routes.",
+         (Run("The V100 task of SkyNomad's artifact",
+              "As on [multi-region.md](multi-region.md): three zones, the artifact's windows, a "
+              "50 GB checkpoint.",
+              ("--trace", SIX_ZONES, "--scenario", "multi-region", "--zone", "us-east-1c",
+               "--zone", "us-east-2b", "--zone", "us-west-2a", "--window-index", "3",
+               "--window-index", "5", "--window-index", "7", "--window-index", "8",
+               "--window-index", "14", "--checkpoint-gb", "50", *CHOSEN), seeded=False),
+          Run("Multi-region, six zones", "0 / 50 / 500 GB checkpoints.",
+              ("--trace", SIX_ZONES, "--scenario", "multi-region", *CHOSEN)),
+          Run("Can't Be Late, six zones", "One job per zone and window, confined to its zone.",
+              ("--trace", SIX_ZONES, "--scenario", "cant-be-late", *CHOSEN)),
+          Run("Fine-tuning", "Eight competing fine-tuning jobs per week on the six zones.",
+              ("--trace", SIX_ZONES, "--scenario", "fine-tune", *CHOSEN)),
+          Run("Scarce capacity", "Twelve competing elastic jobs on three 16-node traces.",
+              ("--scenario", "scarce", *(a for t in SIXTEEN_NODES for a in ("--trace", t)),
+               *CHOSEN)))),
     Page("shapes-evidence-held-out", "Market shapes, held out: the planner chosen on evidence",
          "The policies of [the tuning half's page](shapes-evidence.md) on the other half of "
          "the market seeds, not looked at while choosing the evidence chooser's settings: the "

@@ -49,8 +49,8 @@ EVIDENCE_MARGIN = 0.25
 incumbent to replace it. Chosen on the tuning seeds of the market shapes by the sweep on
 docs/results/shapes-evidence.md (``python bench/results.py --windows 10 --page
 shapes-evidence``, 10 windows a shape): mean utility over the optimum's across the 24 shapes
-0.729, 0.731, 0.735 and 0.737 at margins 0.1, 0.15, 0.25 and 0.5, mean cost over the optimum's
-1.481, 1.486, 1.498 and 1.515; 0.25 is within 0.002 of 0.5's utility at a lower cost."""
+0.763, 0.773, 0.777 and 0.782 at margins 0.1, 0.15, 0.25 and 0.5, mean cost over the optimum's
+1.413, 1.412, 1.415 and 1.425; 0.25 is within 0.005 of 0.5's utility at 0.010 less cost."""
 
 FIXED_SIGMA = 1.0
 """The rule's safety share for a fixed-count job the routing table sends to it (one sharing a

@@ -45,6 +45,12 @@ HELD_OUT = tuple(f"{ONE_NODE}/{z}_v100_1.json" for z in ("us-east-1c", "us-east-
 PLANNERS = tuple(a for p in ("uniform-progress", "prediction-free", "chc", "risk-aware",
                              "policy-selection", "optimum") for a in ("--policy", p))
 
+V100_TASK = ("--trace", SIX_ZONES, "--scenario", "multi-region",
+             *(a for z in ("us-east-1c", "us-east-2b", "us-west-2a") for a in ("--zone", z)),
+             *(a for i in ("3", "5", "7", "8", "14") for a in ("--window-index", i)),
+             "--checkpoint-gb", "50")
+"""SkyNomad's V100 task: three zones in three regions, the artifact's windows, 50 GB."""
+
 CHOSEN = tuple(a for p in ("risk-aware", "risk-aware:choose=evidence", "optimum")
                for a in ("--policy", p))
 
@@ -155,10 +161,7 @@ PAGES = (
          (Run("The V100 task of SkyNomad's artifact",
               "Three zones in three regions, the artifact's windows 3, 5, 7, 8 and 14, a 50 GB "
               "checkpoint; the completion slot is billed.",
-              ("--trace", SIX_ZONES, "--scenario", "multi-region", "--zone", "us-east-1c",
-               "--zone", "us-east-2b", "--zone", "us-west-2a", "--window-index", "3",
-               "--window-index", "5", "--window-index", "7", "--window-index", "8",
-               "--window-index", "14", "--checkpoint-gb", "50"), seeded=False),
+              V100_TASK, seeded=False),
           Run("Six zones, 0 / 50 / 500 GB checkpoints",
               "Every zone of the trace, seeded windows, a case per checkpoint size.",
               ("--trace", SIX_ZONES, "--scenario", "multi-region")))),
@@ -206,10 +209,7 @@ PAGES = (
          (Run("The V100 task of SkyNomad's artifact",
               "As on [multi-region.md](multi-region.md): three zones, the artifact's windows, a "
               "50 GB checkpoint.",
-              ("--trace", SIX_ZONES, "--scenario", "multi-region", "--zone", "us-east-1c",
-               "--zone", "us-east-2b", "--zone", "us-west-2a", "--window-index", "3",
-               "--window-index", "5", "--window-index", "7", "--window-index", "8",
-               "--window-index", "14", "--checkpoint-gb", "50", *CHOSEN), seeded=False),
+              (*V100_TASK, *CHOSEN), seeded=False),
           Run("Multi-region, six zones", "0 / 50 / 500 GB checkpoints.",
               ("--trace", SIX_ZONES, "--scenario", "multi-region", *CHOSEN)),
           Run("Can't Be Late, six zones", "One job per zone and window, confined to its zone.",

@@ -27,13 +27,15 @@ ON_DEMAND_USD_PER_HOUR = 3.06
 ZONES_PER_REGION = 3
 REGIONS = ("us-east-1", "us-west-2", "eu-west-1", "us-east-2", "eu-central-1",
            "ap-northeast-1", "us-west-1", "ap-southeast-1", "eu-north-1", "ca-central-1")
+MAX_ZONES = ZONES_PER_REGION * len(REGIONS)
+"""The most zones a shape's market can have: every zone of every region."""
 SECONDS_PER_DAY = 86400.0
 
 
 def zone_names(zones: int) -> list[tuple[str, str]]:
     """``(region, zone)`` of ``zones`` zones, three to a region."""
-    if not 1 <= zones <= ZONES_PER_REGION * len(REGIONS):
-        raise ValueError(f"zones={zones!r}: expected 1 to {ZONES_PER_REGION * len(REGIONS)}")
+    if not 1 <= zones <= MAX_ZONES:
+        raise ValueError(f"zones={zones!r}: expected 1 to {MAX_ZONES}")
     return [(REGIONS[z // ZONES_PER_REGION], REGIONS[z // ZONES_PER_REGION] + "abc"[
         z % ZONES_PER_REGION]) for z in range(zones)]
 

@@ -160,14 +160,13 @@ def evaluate(
     from solver.choices import one_of
     from solver.evaluation.evaluate import EvaluationSettings
     from solver.evaluation.resample import resample_availability
-    from solver.evaluation.shape_markets import REGIONS, ZONES_PER_REGION
+    from solver.evaluation.shape_markets import MAX_ZONES
     from solver.evaluation.shapes import DEFAULT_SHAPES
     from solver.policies.forecast_sources import FORECAST_KINDS
 
-    most = ZONES_PER_REGION * len(REGIONS)
     for count in zone_count or ():
-        if not 1 <= count <= most:
-            fail(ValueError(f"--zone-count {count}: expected 1 to {most}"))
+        if not 1 <= count <= MAX_ZONES:
+            fail(ValueError(f"--zone-count {count}: expected 1 to {MAX_ZONES}"))
     if cache_dir is None and not no_cache:
         cache_dir = default_cache_dir()
         expected = unwritable(cache_dir)
